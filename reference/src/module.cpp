@@ -1,0 +1,15 @@
+// deferred_cleanup._native: the one extension module.  Each part of the
+// project registers its own submodule; this file only wires them together.
+#include <pybind11/pybind11.h>
+
+namespace deferred_cleanup::bindings {
+void register_probe(pybind11::module_& m);      // reference/src/probe.cpp
+void register_reference(pybind11::module_& m);  // reference/src/reference_bindings.cpp
+}  // namespace deferred_cleanup::bindings
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "deferred-cleanup native core: the pending-call probe and the reference queue";
+  auto probe = m.def_submodule("probe", "CPython pending-call probe (measurements)");
+  deferred_cleanup::bindings::register_probe(probe);
+  deferred_cleanup::bindings::register_reference(m);
+}

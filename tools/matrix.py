@@ -1,0 +1,456 @@
+#!/usr/bin/env python3
+"""The interpreter matrix: every CPython from 3.10 to 3.15 this machine can have.
+
+One command provisions each interpreter, a virtual environment for it with the
+pinned test and build requirements, builds ``deferred_cleanup._native`` into it,
+and runs a job there (the probe or the pytest suite).  Everything it makes lives
+outside the work tree (``$DC_CACHE``, default ``~/.cache/deferred-cleanup``)
+except the per-interpreter CMake trees under ``build/<name>``; each step leaves a
+stamp and is skipped when nothing it depends on changed, so a second run costs
+seconds.
+
+Sources:
+  * pyenv            3.10, 3.11, 3.12, 3.13 (highest installed patch of each)
+  * debian-sid       3.13 (newest), 3.14, 3.15 and the 3.14 debug build, from a
+                     Debian unstable root made by tools/sid-root.sh; jobs run
+                     inside it with the work tree bind-mounted at the same path.
+
+Usage:
+  tools/matrix.py provision [--only NAME,...]
+  tools/matrix.py build     [--only NAME,...]
+  tools/matrix.py probe     [--only NAME,...]
+  tools/matrix.py test      [--only NAME,...] [--no-once] [-- PYTEST_ARGS...]
+  tools/matrix.py run NAME -- CMD...      run CMD with NAME's python as $PY
+  tools/matrix.py python NAME             print the python path to use for NAME
+
+Under CI=true a missing interpreter 3.10…3.15 is an error.  Free-threaded
+builds are not available from either source; the matrix says so.
+
+Only the standard library is used here: this script runs on whatever python3
+the machine has before anything is provisioned.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+CACHE = Path(os.environ.get("DC_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deferred-cleanup")
+SID = REPO / "tools" / "sid-root.sh"
+SID_ROOT = CACHE / "sid-root"
+SID_VENVS = "/opt/deferred-cleanup/venvs"  # path inside the sid root
+BUILD = REPO / "build"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# Pinned: what every environment gets (DEVELOPERS.md: pytest, pytest-timeout,
+# pybind11; scikit-build-core builds the extension without build isolation).
+REQUIREMENTS = ["pytest==9.2.0", "pytest-timeout==2.4.0", "pybind11==3.1.0", "scikit-build-core==1.1.2"]
+DOCS_REQUIREMENTS_FILE = REPO / "docs" / "requirements.txt"
+
+
+@dataclasses.dataclass
+class Interp:
+    name: str            # matrix column, e.g. cp314-sid
+    minor: str           # "3.14"
+    source: str          # "pyenv" | "debian-sid"
+    debug: bool = False
+    sid_python: str = ""  # path inside the sid root
+    extra_reqs: bool = False  # docs environment: also docs/requirements.txt
+    base: str = ""       # for derived envs: the interpreter they reuse
+    # filled by discovery
+    python: str | None = None   # the base interpreter
+    why_missing: str = ""
+
+    @property
+    def in_sid(self) -> bool:
+        return self.source == "debian-sid"
+
+    @property
+    def venv(self) -> str:
+        if self.in_sid:
+            return f"{SID_VENVS}/{self.name}"
+        return str(CACHE / "venvs" / self.name)
+
+    @property
+    def venv_host(self) -> Path:
+        return (SID_ROOT / self.venv.lstrip("/")) if self.in_sid else Path(self.venv)
+
+    @property
+    def py(self) -> str:
+        return f"{self.venv}/bin/python"
+
+
+MATRIX = [
+    Interp("cp310-pyenv", "3.10", "pyenv"),
+    Interp("cp311-pyenv", "3.11", "pyenv"),
+    Interp("cp312-pyenv", "3.12", "pyenv"),
+    Interp("cp313-pyenv", "3.13", "pyenv"),
+    Interp("cp313-sid", "3.13", "debian-sid", sid_python="/usr/bin/python3.13"),
+    Interp("cp314-sid", "3.14", "debian-sid", sid_python="/usr/bin/python3.14"),
+    Interp("cp315-sid", "3.15", "debian-sid", sid_python="/usr/bin/python3.15"),
+    Interp("cp314d-sid", "3.14", "debian-sid", debug=True, sid_python="/usr/bin/python3.14d"),
+]
+# Not interpreters of their own: environments for the checks that run once.
+DOCS_ENV = Interp("docs", "3.12", "pyenv", extra_reqs=True, base="cp312-pyenv")
+TOOLS_ENV_NAME = "cp314-sid"  # spin, herd7 and cbmc live in the sid root
+REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
+
+
+def say(msg: str) -> None:
+    print(f"[matrix] {msg}", flush=True)
+
+
+def run(cmd, log: Path | None = None, check=True, **kw) -> subprocess.CompletedProcess:
+    """Run cmd; with log, send its output there and show the tail on failure."""
+    if log is None:
+        return subprocess.run(cmd, check=check, **kw)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as f:
+        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, **kw)
+    if check and p.returncode != 0:
+        tail = log.read_text(errors="replace").splitlines()[-40:]
+        print("\n".join(tail), file=sys.stderr)
+        raise SystemExit(f"[matrix] failed ({p.returncode}): {' '.join(map(str, cmd))}\n[matrix] full log: {log}")
+    return p
+
+
+def in_env(it: Interp, argv: list[str]) -> list[str]:
+    """argv to run inside it's world (the host, or the sid root)."""
+    if it.in_sid:
+        return [str(SID), "run", *argv]
+    return argv
+
+
+# ---------------------------------------------------------------- discovery
+def pyenv_root() -> Path | None:
+    exe = shutil.which("pyenv")
+    if exe:
+        try:
+            return Path(subprocess.check_output([exe, "root"], text=True).strip())
+        except subprocess.CalledProcessError:
+            pass
+    guess = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    return guess if (guess / "versions").is_dir() else None
+
+
+def discover_pyenv(it: Interp) -> None:
+    root = pyenv_root()
+    if root is None:
+        it.why_missing = "pyenv not installed"
+        return
+    best = None
+    for d in glob.glob(str(root / "versions" / f"{it.minor}.*")):
+        tail = Path(d).name[len(it.minor) + 1:]
+        if tail.isdigit() and (Path(d) / "bin" / "python3").exists():
+            if best is None or int(tail) > best[0]:
+                best = (int(tail), Path(d) / "bin" / "python3")
+    if best is None:
+        it.why_missing = f"pyenv has no {it.minor}.x under {root}/versions"
+    else:
+        it.python = str(best[1])
+
+
+sid_state: dict = {}
+
+
+def ensure_sid() -> bool:
+    if "ok" in sid_state:
+        return sid_state["ok"]
+    say("Debian unstable root: tools/sid-root.sh (debootstrap + apt on first use, seconds after)")
+    p = subprocess.run([str(SID)], stdout=subprocess.PIPE, text=True)
+    sid_state["ok"] = p.returncode == 0
+    sid_state["why"] = {3: "not root: the Debian unstable root cannot be made (see README)"}.get(
+        p.returncode, f"tools/sid-root.sh failed with exit {p.returncode}")
+    return sid_state["ok"]
+
+
+def discover(it: Interp) -> None:
+    if it.base:
+        base = next(i for i in MATRIX if i.name == it.base)
+        discover(base)
+        it.python, it.why_missing = base.python, base.why_missing
+        return
+    if it.source == "pyenv":
+        discover_pyenv(it)
+    else:
+        if not ensure_sid():
+            it.why_missing = sid_state["why"]
+        elif not (SID_ROOT / it.sid_python.lstrip("/")).exists():
+            it.why_missing = f"{it.sid_python} missing from the sid root"
+        else:
+            it.python = it.sid_python
+
+
+# ---------------------------------------------------------------- provisioning
+def stamp_ok(path: Path, want: str) -> bool:
+    return path.exists() and path.read_text() == want
+
+
+def provision(it: Interp) -> None:
+    reqs = list(REQUIREMENTS)
+    if it.extra_reqs and DOCS_REQUIREMENTS_FILE.exists():
+        reqs += [l.strip() for l in DOCS_REQUIREMENTS_FILE.read_text().splitlines()
+                 if l.strip() and not l.startswith("#")]
+    want = json.dumps({"python": it.python, "reqs": reqs})
+    stamp = it.venv_host / ".dc-env-stamp"
+    if stamp_ok(stamp, want):
+        return
+    log = BUILD / "logs" / f"{it.name}-venv.log"
+    say(f"{it.name}: creating virtual environment {it.venv} (log: {log.relative_to(REPO)})")
+    if it.venv_host.exists():
+        shutil.rmtree(it.venv_host)
+    run(in_env(it, [it.python, "-m", "venv", it.venv]), log=log)
+    say(f"{it.name}: pip install {' '.join(reqs)}")
+    run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs]),
+        log=BUILD / "logs" / f"{it.name}-pip.log")
+    stamp.write_text(want)
+
+
+def source_hash() -> str:
+    h = hashlib.sha256()
+    files = [REPO / "CMakeLists.txt", REPO / "pyproject.toml"]
+    for sub in ("reference",):
+        files += sorted(p for p in (REPO / sub).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for f in files:
+        h.update(str(f.relative_to(REPO)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def build(it: Interp, src_hash: str) -> None:
+    stamp = it.venv_host / ".dc-build-stamp"
+    if stamp_ok(stamp, src_hash):
+        return
+    log = BUILD / "logs" / f"{it.name}-build.log"
+    say(f"{it.name}: building deferred_cleanup._native (scikit-build-core, build/{it.name}; log: {log.relative_to(REPO)})")
+    t0 = time.monotonic()
+    run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-build-isolation",
+                    "--no-deps", "-C", f"build-dir=build/{it.name}", "-C", "cmake.build-type=RelWithDebInfo", str(REPO)]),
+        log=log, cwd=REPO)
+    stamp.write_text(src_hash)
+    say(f"{it.name}: built in {time.monotonic() - t0:.0f} s")
+
+
+def metadata(it: Interp) -> dict:
+    code = ("import json,sys,sysconfig,platform;print(json.dumps({'version':platform.python_version(),"
+            "'debug':hasattr(sys,'gettotalrefcount'),'gil_disabled':bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
+            "'implementation':platform.python_implementation()}))")
+    out = subprocess.check_output(in_env(it, [it.py, "-c", code]), text=True)
+    md = json.loads(out.strip().splitlines()[-1])
+    md.update(name=it.name, source=it.source)
+    return md
+
+
+def select(only: str | None, include_docs=False) -> list[Interp]:
+    if not only:
+        return list(MATRIX) + ([DOCS_ENV] if include_docs else [])
+    names = only.split(",")
+    unknown = set(names) - {i.name for i in MATRIX} - {"docs"}
+    if unknown:
+        raise SystemExit(f"[matrix] unknown interpreter(s): {', '.join(sorted(unknown))}")
+    return [i for i in MATRIX if i.name in names] + ([DOCS_ENV] if "docs" in names else [])
+
+
+def prepare(envs: list[Interp], do_build=True) -> list[Interp]:
+    """Discover, provision and build; return the environments that are ready."""
+    ready = []
+    src = source_hash()
+    for it in envs:
+        discover(it)
+        if it.python is None:
+            say(f"{it.name}: MISSING ({it.why_missing})")
+            continue
+        provision(it)
+        if do_build:
+            build(it, src)
+        ready.append(it)
+    return ready
+
+
+def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
+    """Print the interpreter table; return the required minors that are missing."""
+    rows = [("interpreter", "version", "source", "build", "Py_GIL_DISABLED")]
+    have = set()
+    for it in envs:
+        if it in ready:
+            md = metadata(it)
+            have.add(it.minor)
+            rows.append((it.name, md["version"], it.source, "debug" if md["debug"] else "release",
+                         "1" if md["gil_disabled"] else "0"))
+        else:
+            rows.append((it.name, "MISSING", it.source, "-", it.why_missing))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print("free-threaded: not available (neither pyenv here nor Debian unstable ships a Py_GIL_DISABLED build)")
+    missing = [m for m in REQUIRED_MINORS if m not in have and any(i.minor == m for i in envs)]
+    for m in missing:
+        print(f"missing: CPython {m}")
+    return missing
+
+
+def check_missing(missing: list[str]) -> None:
+    if missing and IN_CI:
+        raise SystemExit(f"[matrix] CI=true and CPython {', '.join(missing)} missing: every version 3.10…3.15 is required")
+
+
+# ---------------------------------------------------------------- jobs
+def cmd_provision(a) -> int:
+    envs = select(a.only)
+    ready = prepare(envs, do_build=False)
+    check_missing(print_matrix(envs, ready))
+    return 0
+
+
+def cmd_build(a) -> int:
+    envs = select(a.only)
+    ready = prepare(envs)
+    check_missing(print_matrix(envs, ready))
+    return 0
+
+
+def cmd_probe(a) -> int:
+    envs = select(a.only)
+    ready = prepare(envs)
+    check_missing(print_matrix(envs, ready))
+    out = BUILD / "probe"
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for it in ready:
+        dest = out / f"{it.name}.json"
+        say(f"{it.name}: python -m deferred_cleanup.probe --json {dest.relative_to(REPO)}")
+        env = dict(os.environ, DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source,
+                   PYTHONUNBUFFERED="1")
+        p = subprocess.run(in_env(it, [it.py, "-m", "deferred_cleanup.probe", "--json", str(dest)]), env=env, cwd=REPO)
+        if p.returncode != 0:
+            say(f"{it.name}: probe exited {p.returncode}")
+            return p.returncode
+        results.append(str(dest))
+    if not ready:
+        say("no interpreter ready")
+        return 1
+    # The combined table, the Markdown/JSON files and the comparison with the
+    # expected table are made by the package itself (deferred_cleanup.report).
+    reporter = ready[0]
+    missing = [f"{i.name}: {i.why_missing}" for i in envs if i not in ready]
+    argv = [reporter.py, "-m", "deferred_cleanup.report", "--out-dir", str(out),
+            *[f"--missing={m}" for m in missing], *results]
+    return subprocess.run(in_env(reporter, argv), cwd=REPO).returncode
+
+
+def junit_counts(path: Path) -> tuple[int, int, int]:
+    if not path.exists():
+        return (0, 1, 0)
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    tests = sum(int(s.get("tests", 0)) for s in suites)
+    failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    return (tests - failed - skipped, failed, skipped)
+
+
+def cmd_test(a) -> int:
+    envs = select(a.only, include_docs=not a.no_once)
+    ready = prepare(envs)
+    missing = print_matrix([e for e in envs if e is not DOCS_ENV], [r for r in ready if r is not DOCS_ENV])
+    check_missing(missing)
+    outdir = BUILD / "test"
+    outdir.mkdir(parents=True, exist_ok=True)
+    jobs = []  # (label, interp, marker expression)
+    for it in ready:
+        if it is DOCS_ENV:
+            continue
+        jobs.append((it.name, it, "not docs and not tools"))
+    if not a.no_once:
+        tools = next((r for r in ready if r.name == TOOLS_ENV_NAME), None)
+        if tools is not None:
+            jobs.append((f"tools ({tools.name})", tools, "tools"))
+        if DOCS_ENV in ready:
+            jobs.append(("docs", DOCS_ENV, "docs"))
+    rows, tp, tf, ts = [], 0, 0, 0
+    for label, it, marker in jobs:
+        tag = label.split()[0]
+        xml = outdir / f"{tag}.xml"
+        if xml.exists():
+            xml.unlink()
+        say(f"{label}: pytest -m '{marker}' {' '.join(a.pytest_args)}")
+        env = dict(os.environ, DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source,
+                   PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
+        argv = [it.py, "-m", "pytest", "-p", "no:cacheprovider", "-m", marker, f"--junitxml={xml}",
+                "-o", "junit_family=xunit2", *a.pytest_args]
+        rc = subprocess.run(in_env(it, argv), env=env, cwd=REPO).returncode
+        p, f, s = junit_counts(xml)
+        if rc not in (0, 5) and f == 0:
+            f = 1  # pytest failed without a test failure (collection error, crash)
+        md = metadata(it)
+        rows.append((label, md["version"], it.source + (" (debug)" if md["debug"] else ""), str(p), str(f), str(s)))
+        tp, tf, ts = tp + p, tf + f, ts + s
+    for m in missing:
+        rows.append((f"CPython {m}", "MISSING", "-", "0", "0", "0"))
+    head = ("interpreter", "version", "source", "passed", "failed", "skipped")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    print()
+    for r in [head, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print(f"{tp} passed, {tf} failed, {ts} skipped")
+    bad = tf > 0 or tp == 0 or (IN_CI and missing)
+    return 1 if bad else 0
+
+
+def cmd_python(a) -> int:
+    it = next((i for i in [*MATRIX, DOCS_ENV] if i.name == a.name), None)
+    if it is None:
+        raise SystemExit(f"unknown interpreter {a.name}")
+    print(it.py)
+    return 0
+
+
+def cmd_run(a) -> int:
+    envs = select(a.name)
+    ready = prepare(envs)
+    if not ready:
+        return 1
+    it = ready[0]
+    env = dict(os.environ, PY=it.py, DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source)
+    cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    return subprocess.run(in_env(it, ["env", f"PY={it.py}", *cmd]), env=env, cwd=REPO).returncode
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name, fn in (("provision", cmd_provision), ("build", cmd_build), ("probe", cmd_probe)):
+        s = sub.add_parser(name)
+        s.add_argument("--only")
+        s.set_defaults(fn=fn)
+    s = sub.add_parser("test")
+    s.add_argument("--only")
+    s.add_argument("--no-once", action="store_true", help="skip the run-once checks (docs, model, litmus)")
+    s.add_argument("pytest_args", nargs=argparse.REMAINDER)
+    s.set_defaults(fn=cmd_test)
+    s = sub.add_parser("python")
+    s.add_argument("name")
+    s.set_defaults(fn=cmd_python)
+    s = sub.add_parser("run")
+    s.add_argument("name")
+    s.add_argument("cmd", nargs=argparse.REMAINDER)
+    s.set_defaults(fn=cmd_run)
+    a = ap.parse_args()
+    if getattr(a, "pytest_args", None) and a.pytest_args[0] == "--":
+        a.pytest_args = a.pytest_args[1:]
+    return a.fn(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
