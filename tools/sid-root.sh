@@ -46,7 +46,10 @@ provision() {
     say "reusing $ROOT"
     return 0
   fi
-  command -v debootstrap >/dev/null || { say "installing debootstrap (apt)"; apt-get install -y -q debootstrap >&2; }
+  if ! command -v debootstrap >/dev/null; then
+    say "installing debootstrap (apt-get)"
+    apt-get install -y -q debootstrap >&2 || { apt-get update -q >&2 && apt-get install -y -q debootstrap >&2; }
+  fi
   local m; m=$(mirror)
   mkdir -p "$CACHE"
   if [ ! -x "$ROOT/usr/bin/apt-get" ]; then
