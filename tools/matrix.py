@@ -32,7 +32,9 @@ the machine has before anything is provisioned.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import fcntl
 import glob
 import hashlib
 import json
@@ -262,6 +264,21 @@ def select(only: str | None, include_docs=False) -> list[Interp]:
     return [i for i in MATRIX if i.name in names] + ([DOCS_ENV] if "docs" in names else [])
 
 
+@contextlib.contextmanager
+def env_lock(it: Interp):
+    """Serialise provisioning and building of one environment between
+    concurrent invocations (two make targets, or two shells)."""
+    lockdir = CACHE / "locks"
+    lockdir.mkdir(parents=True, exist_ok=True)
+    with open(lockdir / f"{it.name}.lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(f"{it.name}: waiting for another matrix run to finish building it")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def prepare(envs: list[Interp], do_build=True) -> list[Interp]:
     """Discover, provision and build; return the environments that are ready."""
     ready = []
@@ -271,9 +288,10 @@ def prepare(envs: list[Interp], do_build=True) -> list[Interp]:
         if it.python is None:
             say(f"{it.name}: MISSING ({it.why_missing})")
             continue
-        provision(it)
-        if do_build:
-            build(it, src)
+        with env_lock(it):
+            provision(it)
+            if do_build:
+                build(it, src)
         ready.append(it)
     return ready
 
