@@ -58,6 +58,7 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 # Pinned: what every environment gets (DEVELOPERS.md: pytest, pytest-timeout,
 # pybind11; scikit-build-core builds the extension without build isolation).
 REQUIREMENTS = ["pytest==9.2.0", "pytest-timeout==2.4.0", "pybind11==3.1.0", "scikit-build-core==1.1.2"]
+PIP = "pip==25.3"
 DOCS_REQUIREMENTS_FILE = REPO / "docs" / "requirements.txt"
 
 
@@ -204,7 +205,7 @@ def provision(it: Interp) -> None:
     if it.extra_reqs and DOCS_REQUIREMENTS_FILE.exists():
         reqs += [l.strip() for l in DOCS_REQUIREMENTS_FILE.read_text().splitlines()
                  if l.strip() and not l.startswith("#")]
-    want = json.dumps({"python": it.python, "reqs": reqs})
+    want = json.dumps({"python": it.python, "pip": PIP, "reqs": reqs})
     stamp = it.venv_host / ".dc-env-stamp"
     if stamp_ok(stamp, want):
         return
@@ -213,6 +214,9 @@ def provision(it: Interp) -> None:
     if it.venv_host.exists():
         shutil.rmtree(it.venv_host)
     run(in_env(it, [it.python, "-m", "venv", it.venv]), log=log)
+    # venv's bundled pip can predate config settings (-C); upgrade it first.
+    run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", PIP]),
+        log=BUILD / "logs" / f"{it.name}-pip-self.log")
     say(f"{it.name}: pip install {' '.join(reqs)}")
     run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs]),
         log=BUILD / "logs" / f"{it.name}-pip.log")
