@@ -1,0 +1,331 @@
+"""Sphinx glue for the deferred-cleanup site: what makes the site generated
+from the code and the measurements rather than copied from them.
+
+* ``run_doxygen``: runs Doxygen (``docs/Doxyfile``, XML only) when the build
+  starts and turns each of its warnings into a Sphinx warning, so that
+  ``sphinx -W`` fails on them and ``--keep-going`` lists all of them.
+* ``:repo-file:`path``` role: a path in the repository, rendered as a literal;
+  a warning when the path does not exist (the interleaving tables name the
+  test, model or litmus file that checks them, and those names must be real).
+* ``.. probe-matrix::`` directive: the CPython version table, one column per
+  interpreter, from ``build/probe/probe.json`` (``make probe``), with the
+  citations of the expected table (``deferred_cleanup.cpython_facts``) as
+  footnotes.  A missing JSON file is an error that says how to make it.
+* ``.. sequence::`` directive: a sequence diagram (lanes and messages in a
+  small text format) turned into graphviz code with pinned positions, then
+  rendered to SVG at build time by ``sphinx.ext.graphviz`` like any diagram.
+* ``.. doxygen-header:: NAME.hpp``: every documented declaration of one
+  header, read from Doxygen's XML and rendered through Breathe's per-symbol
+  directives, so that a declaration added to a header appears without editing
+  the page, and the API reference stays grouped by header.
+* ``.. component-quotes:: NAME``: checks that the header
+  ``reference/include/deferred_cleanup/NAME.hpp`` is quoted by the page that
+  uses it (each component page quotes its own header), then renders nothing.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from docutils.statemachine import StringList
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
+logger = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[2]
+HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
+DOXYGEN_WARNING = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+): (?P<text>.*)$")
+
+
+# --------------------------------------------------------------- Doxygen
+def run_doxygen(app: Sphinx) -> None:
+    """Run Doxygen into ``build/docs/doxygen/xml``; each warning becomes a
+    Sphinx warning (type ``doxygen``) carrying the header's file and line."""
+    exe = shutil.which("doxygen")
+    if exe is None:
+        raise ExtensionError("doxygen is not installed: `make docs` (tools/docs.sh) installs it with apt-get")
+    out = REPO / "build" / "docs" / "doxygen"
+    if out.exists():
+        shutil.rmtree(out)  # stale XML of a removed declaration must not survive
+    out.mkdir(parents=True)
+    proc = subprocess.run([exe, str(REPO / "docs" / "Doxyfile")], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
+    warned = 0
+    for line in lines:
+        m = DOXYGEN_WARNING.match(line)
+        if m and ("warning:" in m["text"] or "error:" in m["text"]):
+            path = Path(m["file"])
+            where = f"{path.relative_to(REPO) if path.is_absolute() and path.is_relative_to(REPO) else path}:{m['line']}"
+            logger.warning("Doxygen: %s", m["text"], location=where, type="doxygen", subtype="warning")
+            warned += 1
+        elif "warning" in line.lower() or "error" in line.lower():
+            logger.warning("Doxygen: %s", line, type="doxygen", subtype="warning")
+            warned += 1
+    if proc.returncode != 0 and warned == 0:
+        raise ExtensionError(f"doxygen exited {proc.returncode}:\n" + "\n".join(lines[-40:]))
+    if not (out / "xml" / "index.xml").exists():
+        raise ExtensionError("doxygen wrote no build/docs/doxygen/xml/index.xml")
+    logger.info("doxygen: XML in %s (%d warning(s))", out / "xml", warned)
+
+
+# --------------------------------------------------------------- :repo-file:
+def repo_file_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``:repo-file:`tests/litmus/sb.litmus``` -> a literal; warns if missing."""
+    rel = text.strip()
+    node = nodes.literal(rawtext, rel, classes=["repo-file"])
+    if not (REPO / rel).exists():
+        msg = inliner.reporter.warning(f"repo-file: {rel} does not exist in the repository", line=lineno)
+        return [node], [msg]
+    return [node], []
+
+
+# --------------------------------------------------------------- probe matrix
+def _load_facts():
+    """The expected table, imported from the installed package (the docs env
+    has it built in); None with a reason when it is not there yet."""
+    try:
+        return importlib.import_module("deferred_cleanup.cpython_facts"), ""
+    except Exception as exc:  # noqa: BLE001 - any import failure is reported
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+class ProbeMatrix(SphinxDirective):
+    """Render ``build/probe/probe.json`` as one table, one column per
+    interpreter; footnotes are the citations of the expected table."""
+
+    has_content = False
+    option_spec = {"json": directives.unchanged}
+
+    def run(self):
+        path = REPO / self.options.get("json", "build/probe/probe.json")
+        self.env.note_dependency(str(path))
+        if not path.exists():
+            raise self.error(
+                f"{path.relative_to(REPO)} is missing: the version page is generated from it. "
+                "Run `make probe` first (`make docs`, i.e. tools/docs.sh, runs it for you).")
+        data = json.loads(path.read_text())
+        from dc_probe_table import render  # docs/_ext/dc_probe_table.py
+
+        facts, why = _load_facts()
+        try:
+            rst, problems = render(data, facts, why)
+        except ValueError as exc:
+            raise self.error(f"{path.relative_to(REPO)}: {exc}") from None
+        for p in problems:
+            logger.warning("probe-matrix: %s", p, location=self.get_location())
+        container = nodes.container(classes=["probe-matrix"])
+        self.state.nested_parse(StringList(rst.splitlines(), source=str(path)), self.content_offset, container)
+        return [container]
+
+
+# --------------------------------------------------------------- component quotes
+LITERALINCLUDE = re.compile(r"^\s*\.\.\s+literalinclude::\s*(\S+)", re.M)
+
+
+class ComponentQuotes(SphinxDirective):
+    """Assert that this page quotes ``<component>.hpp`` through literalinclude."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self):
+        comp = self.arguments[0]
+        header = HEADERS / f"{comp}.hpp"
+        src = Path(self.env.doc2path(self.env.docname))
+        quoted = [(src.parent / p).resolve() for p in LITERALINCLUDE.findall(src.read_text())]
+        if not header.exists():
+            logger.warning("component %s: header %s does not exist yet", comp, header.relative_to(REPO),
+                           location=self.get_location())
+        elif header.resolve() not in quoted:
+            logger.warning("component %s: this page does not quote its own header %s", comp,
+                           header.relative_to(REPO), location=self.get_location())
+        return []
+
+
+# --------------------------------------------------------------- API per header
+BREATHE_KIND = {"struct": "doxygenstruct", "class": "doxygenclass", "union": "doxygenunion",
+                "function": "doxygenfunction", "typedef": "doxygentypedef", "enum": "doxygenenum",
+                "variable": "doxygenvariable", "define": "doxygendefine"}
+
+
+def header_symbols(xml_dir: Path, header: str) -> list[tuple[str, str, str]]:
+    """(breathe directive, qualified name, argsstring) for each declaration
+    whose Doxygen location is ``deferred_cleanup/<header>``, in source order."""
+    import xml.etree.ElementTree as ET
+
+    want = f"deferred_cleanup/{header}"
+    index = ET.parse(xml_dir / "index.xml").getroot()
+    found: list[tuple[str, int, str, str, str]] = []
+    for comp in index.findall("compound"):
+        kind = comp.get("kind")
+        if kind in ("struct", "class", "union"):
+            root = ET.parse(xml_dir / f"{comp.get('refid')}.xml").getroot().find("compounddef")
+            loc = root.find("location")
+            if loc is not None and loc.get("file") == want and "::detail" not in root.findtext("compoundname"):
+                found.append((loc.get("file"), int(loc.get("line", 0)), BREATHE_KIND[kind],
+                              root.findtext("compoundname"), ""))
+        elif kind == "namespace":
+            root = ET.parse(xml_dir / f"{comp.get('refid')}.xml").getroot().find("compounddef")
+            for sec in root.findall("sectiondef"):
+                for m in sec.findall("memberdef"):
+                    loc = m.find("location")
+                    if loc is None or loc.get("file") != want or m.get("kind") not in BREATHE_KIND:
+                        continue
+                    found.append((want, int(loc.get("line", 0)), BREATHE_KIND[m.get("kind")],
+                                  m.findtext("qualifiedname"), m.findtext("argsstring") or ""))
+    found.sort(key=lambda t: t[1])
+    names = [f[3] for f in found]
+    out = []
+    for _, _, directive, name, args in found:
+        if directive == "doxygenfunction" and names.count(name) > 1:
+            name = name + re.sub(r"\s*(noexcept|const|=\s*\w+)\s*", " ", args).strip()
+        out.append((directive, name, args))
+    return out
+
+
+def resolve_header_links(app, env, node, contnode):
+    """Doxygen links a header's name mentioned in a comment ("queue.hpp") to
+    the header's own page (``queue_8hpp`` or ``queue_8hpp_source``), which
+    Breathe does not make.  Send those links to the header's section of the
+    C++ API page instead; any other unresolved reference stays unresolved."""
+    m = re.fullmatch(r"(\w+)_8hpp(?:_source)?", node.get("reftarget", ""))
+    if node.get("reftype") != "ref" or m is None or not (HEADERS / f"{m[1]}.hpp").exists():
+        return None
+    from sphinx.util.nodes import make_refnode
+
+    return make_refnode(app.builder, node["refdoc"], "api/cpp", f"{m[1]}-hpp", contnode)
+
+
+class DoxygenHeader(SphinxDirective):
+    """``.. doxygen-header:: queue.hpp``: Breathe directives for every
+    declaration Doxygen found in that header (members of classes included)."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self):
+        header = self.arguments[0]
+        xml_dir = Path(self.config.breathe_projects[self.config.breathe_default_project])
+        self.env.note_dependency(str(HEADERS / header))
+        if not (HEADERS / header).exists():
+            raise self.error(f"doxygen-header: {HEADERS.relative_to(REPO) / header} does not exist")
+        symbols = header_symbols(xml_dir, header)
+        if not symbols:
+            raise self.error(f"doxygen-header: Doxygen documented nothing in {header}")
+        lines: list[str] = []
+        for directive, name, _ in symbols:
+            lines.append(f".. {directive}:: {name}")
+            if directive in ("doxygenstruct", "doxygenclass", "doxygenunion"):
+                lines.append("   :members:")
+            lines.append("")
+        container = nodes.container(classes=["doxygen-header"])
+        self.state.nested_parse(StringList(lines, source=f"<doxygen-header {header}>"), self.content_offset,
+                                container)
+        return container.children
+
+
+# --------------------------------------------------------------- sequence diagrams
+SEQ_LANE = re.compile(r"^lane\s+(?P<key>\w+)\s*:\s*(?P<label>.+)$")
+SEQ_MSG = re.compile(r"^(?P<a>\w+)\s*->\s*(?P<b>\w+)\s*:\s*(?P<text>.+)$")
+
+
+def _dot_str(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"').replace("\\\\n", "\\n")
+
+
+def sequence_to_dot(lines: list[str]) -> str:
+    """Lines ``lane KEY: Label`` (``\\n`` breaks a label) then ``A -> B: text``
+    (``A -> A`` is a step within one lane).  Returns graphviz code laid out by
+    neato with every node pinned: lanes are columns, messages are rows."""
+    lanes: list[tuple[str, str]] = []
+    msgs: list[tuple[str, str, str]] = []
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if m := SEQ_LANE.match(line):
+            lanes.append((m["key"], m["label"]))
+        elif m := SEQ_MSG.match(line):
+            msgs.append((m["a"], m["b"], m["text"]))
+        else:
+            raise ValueError(f"sequence: cannot parse {line!r}")
+    col = {k: i for i, (k, _) in enumerate(lanes)}
+    for a, b, _ in msgs:
+        for k in (a, b):
+            if k not in col:
+                raise ValueError(f"sequence: unknown lane {k!r}")
+    width, step = 2.3, 0.42
+    bottom = -(len(msgs) + 1) * step
+    out = ["digraph sequence {",
+           "layout=neato; inputscale=1; splines=line; outputorder=edgesfirst; bgcolor=transparent;",
+           'node [shape=point, width=0.02, height=0.02, label="", fontsize=10];',
+           "edge [arrowsize=0.6];"]
+    box = 'shape=box, style="rounded,filled", fillcolor="#eef3fb", width=1.7'
+    for k, label in lanes:
+        x = col[k] * width
+        out.append(f'{k}_head [pos="{x},0!", {box}, height=0.5, label="{_dot_str(label)}"];')
+        foot = label.split("\\n")[0]
+        out.append(f'{k}_foot [pos="{x},{bottom}!", {box}, height=0.3, label="{_dot_str(foot)}"];')
+        out.append(f'{k}_head -> {k}_foot [style=dashed, color="#9aa5b1", arrowhead=none];')
+    for i, (a, b, text) in enumerate(msgs):
+        y = -(i + 1) * step
+        t = _dot_str(text)
+        if a == b:
+            x = col[a] * width
+            out.append(f'm{i}a [pos="{x},{y + 0.08}!"]; m{i}b [pos="{x + 0.3},{y + 0.08}!"]; '
+                       f'm{i}c [pos="{x + 0.3},{y - 0.08}!"]; m{i}d [pos="{x},{y - 0.08}!"];')
+            out.append(f"m{i}a -> m{i}b [arrowhead=none]; m{i}b -> m{i}c [arrowhead=none]; m{i}c -> m{i}d;")
+            out.append(f'm{i}t [pos="{x + 0.4 + 0.034 * len(text)},{y}!", shape=plaintext, width=0, height=0, '
+                       f'margin=0, fontsize=9, label="{t}"];')
+        else:
+            xa, xb = col[a] * width, col[b] * width
+            out.append(f'm{i}a [pos="{xa},{y}!"]; m{i}b [pos="{xb},{y}!"]; m{i}a -> m{i}b;')
+            out.append(f'm{i}t [pos="{(xa + xb) / 2},{y + 0.12}!", shape=plaintext, width=0, height=0, '
+                       f'margin=0, fontsize=9, label="{t}"];')
+    out.append("}")
+    return "\n".join(out)
+
+
+class Sequence(SphinxDirective):
+    """``.. sequence::`` with lanes and messages as content; ``:alt:`` text."""
+
+    has_content = True
+    option_spec = {"alt": directives.unchanged, "caption": directives.unchanged}
+
+    def run(self):
+        from sphinx.ext.graphviz import figure_wrapper, graphviz
+
+        try:
+            code = sequence_to_dot(list(self.content))
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
+        node = graphviz()
+        node["code"] = code
+        node["options"] = {"docname": self.env.docname}
+        node["alt"] = self.options.get("alt", "sequence diagram")
+        self.add_name(node)
+        if "caption" in self.options:
+            return [figure_wrapper(self, node, self.options["caption"])]
+        return [node]
+
+
+def setup(app: Sphinx):
+    app.connect("builder-inited", run_doxygen)
+    app.add_role("repo-file", repo_file_role)
+    app.add_directive("probe-matrix", ProbeMatrix)
+    app.add_directive("component-quotes", ComponentQuotes)
+    app.add_directive("sequence", Sequence)
+    app.add_directive("doxygen-header", DoxygenHeader)
+    app.connect("missing-reference", resolve_header_links)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# make docs: build the documentation site into build/docs/html.
+#
+# What it does, skipping whatever is already done:
+#   1. Debian packages: doxygen, graphviz (dot), and for the browser check in
+#      tests/test_docs.py chromium and chromium-driver; apt-get installs the
+#      missing ones (after apt-get update when the package lists are empty).
+#   2. The probe: the version page is generated from build/probe/probe.json,
+#      which `make probe` (tools/matrix.py probe) writes for every interpreter.
+#      When that file is missing or older than the probe's sources, this runs
+#      `python3 tools/matrix.py probe` first.  DC_DOCS_NO_PROBE=1 skips this
+#      step (the build then fails if the file is missing, and says so).
+#   3. Sphinx, in the matrix's `docs` environment (Python 3.12, the extension
+#      built in, docs/requirements.txt installed; tools/matrix.py provisions
+#      it): `-b html -W --keep-going -n -E`, so every warning fails the build
+#      and all of them are listed.  docs/conf.py runs Doxygen (XML only) when
+#      the build starts.  Warnings are also written to build/docs/warnings.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { echo "[docs] $*"; }
+
+# ------------------------------------------------------------ 1. Debian packages
+need=()
+command -v doxygen >/dev/null || need+=(doxygen)
+command -v dot >/dev/null || need+=(graphviz)
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
+if ((${#need[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    say "missing Debian packages: ${need[*]} (not root: install them with apt-get and run again)"
+    exit 1
+  fi
+  say "apt-get install ${need[*]}"
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null; then
+    say "apt-get update, then install again"
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+  fi
+fi
+say "doxygen $(doxygen --version), $(dot -V 2>&1 | head -1)"
+
+# ------------------------------------------------------------ 2. the probe
+probe_json=build/probe/probe.json
+probe_sources=$(ls reference/src/probe*.cpp reference/python/deferred_cleanup/probe*.py \
+  reference/python/deferred_cleanup/report*.py reference/python/deferred_cleanup/cpython_facts.py \
+  tools/matrix.py 2>/dev/null || true)
+stale=""
+if [ ! -f "$probe_json" ]; then
+  stale="$probe_json is missing"
+else
+  for f in $probe_sources; do
+    if [ "$f" -nt "$probe_json" ]; then stale="$f is newer than $probe_json"; break; fi
+  done
+fi
+if [ -n "$stale" ]; then
+  if [ "${DC_DOCS_NO_PROBE:-0}" = 1 ]; then
+    say "$stale; DC_DOCS_NO_PROBE=1: not running the probe"
+  else
+    say "$stale: running the probe on every interpreter (python3 tools/matrix.py probe)"
+    python3 tools/matrix.py probe
+  fi
+else
+  say "$probe_json is up to date"
+fi
+
+# ------------------------------------------------------------ 3. Sphinx
+mkdir -p build/docs
+say "sphinx-build -b html -W --keep-going -n -E docs build/docs/html (docs environment; Doxygen runs first)"
+# shellcheck disable=SC2016  # $PY is expanded by tools/matrix.py run
+python3 tools/matrix.py run docs -- bash -c \
+  '$PY -m sphinx -b html -W --keep-going -n -E -q -d build/docs/doctrees -w build/docs/warnings.log docs build/docs/html'
+say "site: build/docs/html/index.html"
