@@ -1,0 +1,116 @@
+// drivers.hpp: the two implementations of deferred_cleanup::Driver.
+//
+// Private to reference/src (the bindings and the two driver .cpp files); the
+// public seam is reference/include/deferred_cleanup/driver.hpp.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "deferred_cleanup/driver.hpp"
+
+namespace deferred_cleanup {
+
+/// The simulated driver: reference-counted user objects whose destructors
+/// run on a dedicated native std::thread (no Python thread state), as CUDA's
+/// do, plus test controls.
+///
+/// Thread: members are called from the main thread; destructors run on the
+/// driver's own thread or, for a burst, on `threads` burst threads that start
+/// together at a barrier.
+/// Memory ordering: the work list is guarded by `mu_`; a destructor call
+/// happens-after the destroy() that released the last reference (mutex
+/// release/acquire, thread start).
+/// Errors: DriverError for unknown or destroyed graphs; injected creation
+/// failures are reported through AttachResult.
+/// Source: CUDA Driver API semantics of cuUserObjectCreate /
+/// cuGraphRetainUserObject / cuGraphDestroy (CUDA 12), simulated.
+class SimulatedDriver final : public Driver {
+ public:
+  SimulatedDriver();
+  ~SimulatedDriver() override;
+
+  const char* name() const noexcept override { return "simulated"; }
+  GraphHandle create_graph() override;
+  AttachResult attach(GraphHandle graph, DestructorFn destructor, void* arg) override;
+  void instantiate(GraphHandle graph) override;
+  void destroy(GraphHandle graph) override;
+
+  /// Hold destructor calls back (true) or deliver them as they come (false,
+  /// the default).  Turning holding off does not release what is held.
+  void set_hold(bool hold);
+  /// Number of destructor calls currently held back.
+  std::size_t held() const;
+  /// Release every held destructor call in one burst from `threads` threads
+  /// that start together at a barrier.  Returns at once; wait_idle() waits.
+  /// @return the number of calls released
+  std::size_t release(int threads);
+  /// Wait until every due destructor call (not held) has returned.
+  /// @return true if idle before the timeout
+  bool wait_idle(std::chrono::milliseconds timeout);
+  /// The next `n` attach() calls fail before creating the user object.
+  void fail_next_creates(int n);
+  /// The next `n` attach() calls create the user object, then fail to hand it
+  /// to the graph (the destructor then fires at once).
+  void fail_next_retains(int n);
+  /// steady_clock time (ns) at which the last burst's threads passed the
+  /// barrier, or 0.
+  std::int64_t last_release_ns() const { return last_release_ns_.load(std::memory_order_acquire); }
+  /// Destructor calls delivered so far.
+  std::uint64_t delivered() const { return delivered_.load(std::memory_order_acquire); }
+
+ private:
+  struct UserObject {
+    std::atomic<int> refs{1};
+    DestructorFn fn = nullptr;
+    void* arg = nullptr;
+  };
+  struct Graph {
+    std::vector<UserObject*> objects;
+    bool instantiated = false;
+  };
+  void unref(UserObject* uo);  // requires mu_ held
+  void worker();
+  void join_bursts();
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;       // work for the worker, or stop
+  std::condition_variable idle_cv_;  // outstanding_ reached 0
+  std::unordered_map<GraphHandle, Graph> graphs_;
+  GraphHandle next_graph_ = 1;
+  std::deque<UserObject*> due_;   // destructor calls for the worker
+  std::vector<UserObject*> held_;
+  bool hold_ = false;
+  bool stop_ = false;
+  std::size_t outstanding_ = 0;   // due or running, not held
+  int fail_creates_ = 0;
+  int fail_retains_ = 0;
+  std::vector<std::thread> bursts_;
+  std::atomic<std::int64_t> last_release_ns_{0};
+  std::atomic<std::uint64_t> delivered_{0};
+  std::thread worker_;
+};
+
+/// Information the CUDA driver reports about itself (for the GPU report).
+struct CudaInfo {
+  int driver_version = 0;   ///< cuDriverGetVersion
+  std::string device_name;  ///< cuDeviceGetName of device 0
+};
+
+/// Create the CUDA driver.  Throws DriverUnavailable naming the reason when
+/// cuda.h was missing at build time, libcuda.so.1 cannot be opened, an entry
+/// point is missing, cuInit fails or there is no device.
+std::unique_ptr<Driver> make_cuda_driver(CudaInfo* info);
+
+}  // namespace deferred_cleanup
