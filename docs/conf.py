@@ -45,7 +45,8 @@ html_theme = "furo"
 html_title = "deferred-cleanup"
 html_copy_source = False
 html_show_sourcelink = False
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_favicon = "_static/favicon.svg"  # else the browser asks the server for /favicon.ico
 html_theme_options = {
     "navigation_with_keys": True,
 }

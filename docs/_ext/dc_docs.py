@@ -49,29 +49,40 @@ DOXYGEN_WARNING = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+): (?P<text>.*
 
 # --------------------------------------------------------------- Doxygen
 def run_doxygen(app: Sphinx) -> None:
-    """Run Doxygen into ``build/docs/doxygen/xml``; each warning becomes a
-    Sphinx warning (type ``doxygen``) carrying the header's file and line."""
+    """Run Doxygen (``docs/Doxyfile``, with INPUT and OUTPUT_DIRECTORY taken
+    from ``dc_doxygen_input`` / ``dc_doxygen_output``) and turn each of its
+    warnings into a Sphinx warning (type ``doxygen``) at the header's line."""
     exe = shutil.which("doxygen")
     if exe is None:
         raise ExtensionError("doxygen is not installed: `make docs` (tools/docs.sh) installs it with apt-get")
-    out = REPO / "build" / "docs" / "doxygen"
+    out = Path(app.config.dc_doxygen_output)
     if out.exists():
         shutil.rmtree(out)  # stale XML of a removed declaration must not survive
     out.mkdir(parents=True)
-    proc = subprocess.run([exe, str(REPO / "docs" / "Doxyfile")], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    inputs = " ".join(f'"{Path(p)}"' for p in app.config.dc_doxygen_input)
+    config = (f'@INCLUDE = "{REPO / "docs" / "Doxyfile"}"\n'
+              f"INPUT = {inputs}\n"
+              f'OUTPUT_DIRECTORY = "{out}"\n')
+    proc = subprocess.run([exe, "-"], input=config, cwd=REPO, capture_output=True, text=True, timeout=300)
     lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
-    warned = 0
+    # One message per "file:line: warning|error: text"; indented lines that
+    # follow belong to it (e.g. the list of undocumented parameters).
+    messages: list[tuple[str | None, str]] = []
     for line in lines:
         m = DOXYGEN_WARNING.match(line)
-        if m and ("warning:" in m["text"] or "error:" in m["text"]):
+        if m and re.match(r"(warning|error):", m["text"]):
             path = Path(m["file"])
-            where = f"{path.relative_to(REPO) if path.is_absolute() and path.is_relative_to(REPO) else path}:{m['line']}"
-            logger.warning("Doxygen: %s", m["text"], location=where, type="doxygen", subtype="warning")
-            warned += 1
-        elif "warning" in line.lower() or "error" in line.lower():
-            logger.warning("Doxygen: %s", line, type="doxygen", subtype="warning")
-            warned += 1
+            where = str(path.relative_to(REPO)) if path.is_absolute() and path.is_relative_to(REPO) else str(path)
+            messages.append((f"{where}:{m['line']}", m["text"]))
+        elif messages and line.startswith((" ", "\t")):
+            where, text = messages[-1]
+            messages[-1] = (where, f"{text} {line.strip()}")
+        elif re.search(r"\b(warning|error)\b", line, re.I):
+            messages.append((None, line))
+    messages = list(dict.fromkeys(messages))  # FAIL_ON_WARNINGS repeats them at the end
+    for where, text in messages:
+        logger.warning("Doxygen: %s", text, location=where, type="doxygen", subtype="warning")
+    warned = len(messages)
     if proc.returncode != 0 and warned == 0:
         raise ExtensionError(f"doxygen exited {proc.returncode}:\n" + "\n".join(lines[-40:]))
     if not (out / "xml" / "index.xml").exists():
@@ -321,6 +332,8 @@ class Sequence(SphinxDirective):
 
 
 def setup(app: Sphinx):
+    app.add_config_value("dc_doxygen_input", [str(HEADERS), str(REPO / "docs" / "namespace.dox")], "env")
+    app.add_config_value("dc_doxygen_output", str(REPO / "build" / "docs" / "doxygen"), "env")
     app.connect("builder-inited", run_doxygen)
     app.add_role("repo-file", repo_file_role)
     app.add_directive("probe-matrix", ProbeMatrix)

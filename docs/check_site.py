@@ -1,0 +1,252 @@
+"""Checks of the built site, used by tests/test_docs.py (and runnable by hand:
+``python docs/check_site.py build/docs/html``).
+
+Two checks, each returning a list of problems (empty when the site is good):
+
+``check_links(html_dir)``
+    Parses every built page with the standard library's HTML parser and
+    reports each internal link (``href``/``src``/``data``) whose file does not
+    exist or whose ``#fragment`` names no element of the target page, and each
+    page resource (script, stylesheet, image, object, iframe) that points off
+    the site.  Together with the Sphinx build (``-W -n``: unresolved
+    references, Doxygen symbols, ``literalinclude`` markers and ``:repo-file:``
+    paths are warnings, hence errors) this is the "nothing dangles" check.
+
+``check_in_browser(html_dir)``
+    Serves the site on 127.0.0.1 (an ephemeral port, for the duration of the
+    check), opens every page in Debian's headless Chromium through Debian's
+    chromium-driver and selenium, with a fresh profile and
+    ``--headless --no-sandbox --disable-gpu --disable-background-networking``.
+    Host resolution is limited to 127.0.0.1 (``--host-resolver-rules``), so an
+    external request fails inside the browser without leaving the machine; it
+    is still recorded and reported.  Reports: every console message of level
+    SEVERE (console.error, uncaught exceptions, failed loads), every request
+    that is not to the local server (or ``data:``/``blob:``/``about:``), every
+    request that failed or answered 400 or more, and every diagram
+    (``.graphviz`` image or object) that did not render with a non-zero size.
+"""
+from __future__ import annotations
+
+import functools
+import html.parser
+import http.server
+import json
+import shutil
+import tempfile
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+LOCAL_SCHEMES = ("data:", "blob:", "about:", "chrome-error:", "chrome:")
+# Attributes that name a resource the page loads (not a link the reader follows).
+RESOURCE_ATTRS = {("script", "src"), ("link", "href"), ("img", "src"), ("object", "data"),
+                  ("iframe", "src"), ("embed", "src"), ("source", "src"), ("video", "src"), ("audio", "src")}
+
+
+# ------------------------------------------------------------------ links
+class _Page(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.refs: list[tuple[str, str, str]] = []  # (tag, attr, url)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for key in ("id", "name"):
+            if a.get(key):
+                self.ids.add(a[key])
+        for attr in ("href", "src", "data"):
+            if a.get(attr) is not None and not (tag == "link" and attr == "href" and
+                                                 a.get("rel") in ("canonical",)):
+                self.refs.append((tag, attr, a[attr]))
+
+
+def _parse(path: Path) -> _Page:
+    p = _Page()
+    p.feed(path.read_text(encoding="utf-8", errors="replace"))
+    return p
+
+
+def html_pages(html_dir: Path) -> list[Path]:
+    """Every page of the site (``.html`` outside ``_static``/``_images``)."""
+    return sorted(p for p in Path(html_dir).rglob("*.html")
+                  if not {"_static", "_images", "_sources"} & set(p.relative_to(html_dir).parts))
+
+
+def check_links(html_dir: Path) -> list[str]:
+    """Dangling internal links and off-site resources, one line each."""
+    html_dir = Path(html_dir).resolve()
+    problems: list[str] = []
+    parsed: dict[Path, _Page] = {}
+
+    def page(path: Path) -> _Page:
+        if path not in parsed:
+            parsed[path] = _parse(path)
+        return parsed[path]
+
+    for src in html_pages(html_dir):
+        rel_src = src.relative_to(html_dir)
+        for tag, attr, url in page(src).refs:
+            parts = urllib.parse.urlsplit(url)
+            if url.startswith(LOCAL_SCHEMES) or parts.scheme == "mailto" or url.startswith("javascript:"):
+                continue
+            if parts.scheme or url.startswith("//"):
+                if (tag, attr) in RESOURCE_ATTRS:
+                    problems.append(f"{rel_src}: <{tag} {attr}> loads an off-site resource: {url}")
+                continue  # a hyperlink to another site is followed by the reader, not loaded
+            target = src if not parts.path else (src.parent / urllib.parse.unquote(parts.path)).resolve()
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_relative_to(html_dir):
+                problems.append(f"{rel_src}: <{tag} {attr}> points outside the site: {url}")
+                continue
+            if not target.exists():
+                problems.append(f"{rel_src}: <{tag} {attr}> to a missing file: {url}")
+                continue
+            frag = urllib.parse.unquote(parts.fragment)
+            if frag and target.suffix == ".html" and frag not in page(target).ids:
+                problems.append(f"{rel_src}: <{tag} {attr}> to a missing anchor: {url}")
+    return problems
+
+
+# ------------------------------------------------------------------ browser
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # the browser check reports what matters
+        pass
+
+
+def serve(html_dir: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Serve html_dir on 127.0.0.1 at an ephemeral port; returns (server, base URL)."""
+    handler = functools.partial(_QuietHandler, directory=str(html_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, name="docs-http", daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+DIAGRAM_JS = r"""
+const out = [];
+for (const el of document.querySelectorAll('img.graphviz, object.graphviz, div.graphviz > img, div.graphviz > object')) {
+  const r = el.getBoundingClientRect();
+  let ok = r.width > 0 && r.height > 0, why = `box ${r.width}x${r.height}`;
+  if (el.tagName === 'IMG') {
+    ok = ok && el.complete && el.naturalWidth > 0 && el.naturalHeight > 0;
+    why += ` natural ${el.naturalWidth}x${el.naturalHeight} complete=${el.complete}`;
+  } else {
+    const doc = el.contentDocument, svg = doc && doc.documentElement;
+    let bw = 0, bh = 0;
+    if (svg && svg.tagName.toLowerCase() === 'svg' && svg.getBBox) { const b = svg.getBBox(); bw = b.width; bh = b.height; }
+    ok = ok && bw > 0 && bh > 0;
+    why += ` svg bbox ${bw}x${bh}`;
+  }
+  out.push({src: el.getAttribute('src') || el.getAttribute('data'), ok: ok, why: why});
+}
+return out;
+"""
+
+
+def _wait_loaded(driver, timeout_s: float = 20.0) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        state = driver.execute_script(
+            "return [document.readyState, Array.from(document.querySelectorAll('img'))"
+            ".every(i => i.complete)]")
+        if state[0] == "complete" and state[1]:
+            return
+        time.sleep(0.05)
+
+
+def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s: float = 30.0) -> tuple[list[str], dict]:
+    """Open every page in headless Chromium.  Returns (problems, stats) where
+    stats counts pages, requests and diagrams per page."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    html_dir = Path(html_dir).resolve()
+    pages = pages if pages is not None else html_pages(html_dir)
+    for exe in (CHROMIUM, CHROMEDRIVER):
+        if not Path(exe).exists():
+            raise FileNotFoundError(f"{exe} is missing: `make docs` (tools/docs.sh) installs chromium and "
+                                    "chromium-driver with apt-get")
+    server, base = serve(html_dir)
+    profile = tempfile.mkdtemp(prefix="dc-docs-chromium-")
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                f"--user-data-dir={profile}", "--no-first-run", "--disable-dev-shm-usage",
+                "--disable-extensions", "--disable-component-update", "--disable-sync",
+                "--disable-default-apps", "--window-size=1280,900",
+                # Resolve nothing but the local server: an external request fails here, offline.
+                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    problems: list[str] = []
+    stats: dict = {"pages": 0, "requests": 0, "diagrams": {}}
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+    try:
+        driver.set_page_load_timeout(timeout_s)
+        driver.get("about:blank")
+        driver.get_log("browser")
+        driver.get_log("performance")
+        for path in pages:
+            rel = path.relative_to(html_dir).as_posix()
+            url = base + rel
+            driver.get(url)
+            _wait_loaded(driver)
+            stats["pages"] += 1
+            for entry in driver.get_log("browser"):
+                if entry.get("level") == "SEVERE":
+                    problems.append(f"{rel}: console error: {entry.get('message')}")
+            requests: dict[str, str] = {}
+            for entry in driver.get_log("performance"):
+                msg = json.loads(entry["message"])["message"]
+                method, params = msg.get("method"), msg.get("params", {})
+                if method == "Network.requestWillBeSent":
+                    req_url = params["request"]["url"]
+                    requests[params["requestId"]] = req_url
+                    stats["requests"] += 1
+                    if not (req_url.startswith(base) or req_url.startswith(LOCAL_SCHEMES)):
+                        problems.append(f"{rel}: external request: {req_url}")
+                elif method == "Network.loadingFailed" and not params.get("canceled"):
+                    problems.append(f"{rel}: failed request: {requests.get(params['requestId'], '?')} "
+                                    f"({params.get('errorText')})")
+                elif method == "Network.responseReceived":
+                    status = params["response"].get("status", 0)
+                    if status >= 400:
+                        problems.append(f"{rel}: request answered {status}: {params['response'].get('url')}")
+            diagrams = driver.execute_script(DIAGRAM_JS)
+            stats["diagrams"][rel] = len(diagrams)
+            for d in diagrams:
+                if not d["ok"]:
+                    problems.append(f"{rel}: diagram did not render: {d['src']} ({d['why']})")
+    finally:
+        driver.quit()
+        server.shutdown()
+        server.server_close()
+        shutil.rmtree(profile, ignore_errors=True)
+    return problems, stats
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("html_dir", type=Path)
+    ap.add_argument("--no-browser", action="store_true", help="only the link check")
+    a = ap.parse_args(argv)
+    problems = check_links(a.html_dir)
+    if not a.no_browser:
+        more, stats = check_in_browser(a.html_dir)
+        problems += more
+        print(f"browser: {stats['pages']} pages, {stats['requests']} requests, "
+              f"{sum(stats['diagrams'].values())} diagrams")
+    for p in problems:
+        print(p)
+    print(f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

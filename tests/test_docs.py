@@ -1,0 +1,223 @@
+"""The docs site: it builds with no warning, every page loads cleanly in a
+headless browser, nothing dangles, and each check can fail.
+
+Marker ``docs``: runs once, in the matrix's ``docs`` environment (Python 3.12
+with docs/requirements.txt), through ``make test``; by hand:
+``python3 tools/matrix.py run docs -- bash -c '$PY -m pytest -m docs tests/test_docs.py'``.
+
+The site is built by ``tools/docs.sh`` (what ``make docs`` runs), once per
+session; it runs the probe first when ``build/probe/probe.json`` is missing or
+stale.  The browser check uses Debian's chromium and chromium-driver, which
+``tools/docs.sh`` installs.
+"""
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+HTML = REPO / "build" / "docs" / "html"
+WARNINGS = REPO / "build" / "docs" / "warnings.log"
+HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
+COMPONENTS = ["item", "queue", "callback", "scheduling", "drain", "shutdown"]
+BUILD_TIMEOUT_S = 1500  # the probe on every interpreter may run first
+
+sys.path.insert(0, str(DOCS))
+pytestmark = [pytest.mark.docs, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]
+
+
+@pytest.fixture(scope="module")
+def site() -> Path:
+    """Build the site with tools/docs.sh (make docs); fail with its output."""
+    try:
+        p = subprocess.run(["bash", str(REPO / "tools" / "docs.sh")], cwd=REPO, capture_output=True, text=True,
+                           timeout=BUILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"tools/docs.sh did not finish in {BUILD_TIMEOUT_S} s:\n{exc.stdout}\n{exc.stderr}")
+    if p.returncode != 0:
+        pytest.fail(f"make docs failed ({p.returncode}):\n{p.stdout[-6000:]}\n{p.stderr[-6000:]}")
+    assert (HTML / "index.html").exists()
+    return HTML
+
+
+def _text(page: Path) -> str:
+    """A built page's text, tags stripped and entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+
+
+# ------------------------------------------------------------------ the real site
+def test_build_has_no_warning(site):
+    warnings = WARNINGS.read_text() if WARNINGS.exists() else ""
+    assert warnings.strip() == "", f"Sphinx/Doxygen warnings:\n{warnings}"
+
+
+def test_every_page_loads_cleanly_in_chromium(site):
+    from check_site import check_in_browser, html_pages
+
+    problems, stats = check_in_browser(site)
+    assert problems == []
+    assert stats["pages"] == len(html_pages(site)) >= 15
+    assert stats["diagrams"].get("overview.html", 0) >= 1, "the overview's sequence diagram is missing"
+
+
+def test_no_dangling_link_or_offsite_resource(site):
+    from check_site import check_links
+
+    assert check_links(site) == []
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_component_page_quotes_its_own_header(site, component):
+    header = HEADERS / f"{component}.hpp"
+    source = (DOCS / "design" / f"{component}.rst").read_text()
+    quoted = re.findall(r"literalinclude::\s*(\S+)", source)
+    assert f"../../reference/include/deferred_cleanup/{component}.hpp" in quoted
+    # The quote in the built page is the header's text, not a copy: every
+    # marked region the page names appears verbatim (modulo indentation).
+    text = _text(site / "design" / f"{component}.html")
+    regions = re.findall(r":start-after: // \[doc:([\w-]+)\]", source)
+    assert regions, f"design/{component}.rst quotes no marked region of {header.name}"
+    src = header.read_text()
+    for name in regions:
+        body = src.split(f"// [doc:{name}]", 1)[1].split(f"// [end-doc:{name}]", 1)[0]
+        for line in (l.strip() for l in body.splitlines()):
+            if line:
+                assert line in text, f"{header.name} [doc:{name}]: {line!r} not on design/{component}.html"
+
+
+def test_every_marker_region_of_every_header_is_quoted(site):
+    """Each // [doc:NAME] region of a component header appears on its page."""
+    for component in COMPONENTS:
+        src = (HEADERS / f"{component}.hpp").read_text()
+        page = (DOCS / "design" / f"{component}.rst").read_text()
+        for name in re.findall(r"// \[doc:([\w-]+)\]", src):
+            assert f"// [doc:{name}]" in page, f"{component}.hpp region {name} is not quoted on its page"
+
+
+# ------------------------------------------------------------------ the checks can fail
+BAD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>bad</title>
+<link rel="icon" href="data:,">
+<script src="https://cdn.example.com/lib.js"></script></head><body>
+<img class="graphviz" src="_images/missing.svg" alt="missing diagram">
+<object class="graphviz" type="image/svg+xml" data="_images/empty.svg"></object>
+<a href="nowhere.html">dangling</a> <a href="good.html#no-such-anchor">bad anchor</a>
+<a href="good.html#here">good anchor</a>
+<script>console.error("deliberate console error")</script>
+</body></html>"""
+GOOD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>good</title>
+<link rel="icon" href="data:,"></head><body>
+<h1 id="here">fine</h1><object class="graphviz" type="image/svg+xml" data="_images/ok.svg"></object>
+</body></html>"""
+EMPTY_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="0" height="0"></svg>'
+OK_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40">'
+          '<rect x="2" y="2" width="100" height="30" fill="#ccc"/></svg>')
+
+
+@pytest.fixture
+def bad_site(tmp_path) -> Path:
+    (tmp_path / "_images").mkdir()
+    (tmp_path / "bad.html").write_text(BAD_PAGE)
+    (tmp_path / "good.html").write_text(GOOD_PAGE)
+    (tmp_path / "_images" / "empty.svg").write_text(EMPTY_SVG)
+    (tmp_path / "_images" / "ok.svg").write_text(OK_SVG)
+    return tmp_path
+
+
+def test_browser_check_catches_a_broken_page(bad_site):
+    from check_site import check_in_browser
+
+    problems, stats = check_in_browser(bad_site)
+    bad = [p for p in problems if p.startswith("bad.html")]
+    assert not [p for p in problems if p.startswith("good.html")], problems
+    assert stats["pages"] == 2 and stats["diagrams"]["good.html"] == 1
+    assert any("external request: https://cdn.example.com/lib.js" in p for p in bad), bad
+    assert any("console error" in p and "deliberate console error" in p for p in bad), bad
+    assert any("answered 404" in p and "missing.svg" in p for p in bad), bad
+    assert any("diagram did not render: _images/missing.svg" in p for p in bad), bad
+    assert any("diagram did not render: _images/empty.svg" in p for p in bad), bad
+
+
+def test_link_check_catches_dangling_links(bad_site):
+    from check_site import check_links
+
+    problems = check_links(bad_site)
+    assert any("missing file: nowhere.html" in p for p in problems), problems
+    assert any("missing anchor: good.html#no-such-anchor" in p for p in problems), problems
+    assert any("off-site resource: https://cdn.example.com/lib.js" in p for p in problems), problems
+    assert any("missing file: _images/missing.svg" in p for p in problems), problems
+    assert not any("good.html#here" in p for p in problems), problems
+
+
+BAD_HEADER = """\
+#pragma once
+/// @file
+/// A header with one undocumented declaration.
+namespace deferred_cleanup {
+/// Documented.
+inline int documented() noexcept { return 1; }
+int undocumented_declaration(int x);
+}  // namespace deferred_cleanup
+"""
+
+
+def test_sphinx_build_fails_on_every_unresolved_thing(tmp_path):
+    """A small project with one of each: a literalinclude marker, a Doxygen
+    symbol, a C++ reference, a document link and a :repo-file: path that do
+    not resolve, a component page that does not quote its header, and a
+    header that Doxygen warns about.  The build must fail and name each."""
+    headers = tmp_path / "headers"
+    headers.mkdir()
+    (headers / "bad.hpp").write_text(BAD_HEADER)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(DOCS / '_ext')!r})
+        extensions = ["breathe", "dc_docs"]
+        nitpicky = True
+        dc_doxygen_input = [{str(headers)!r}, {str(DOCS / 'namespace.dox')!r}]
+        dc_doxygen_output = {str(tmp_path / 'doxygen')!r}
+        breathe_projects = {{"t": {str(tmp_path / 'doxygen' / 'xml')!r}}}
+        breathe_default_project = "t"
+    """))
+    queue_hpp = os.path.relpath(HEADERS / "queue.hpp", src)
+    (src / "index.rst").write_text(textwrap.dedent(f"""
+        Broken
+        ======
+
+        .. component-quotes:: item
+
+        .. literalinclude:: {queue_hpp}
+           :start-after: // [doc:no-such-marker]
+           :end-before: // [end-doc:no-such-marker]
+
+        .. doxygenfunction:: deferred_cleanup::no_such_function
+
+        See :cpp:func:`deferred_cleanup::no_such_either`, :doc:`no-such-page` and
+        :repo-file:`tests/no/such/file.py`.
+    """))
+    log = tmp_path / "warnings.log"
+    p = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-n", "-E", "-q",
+                        "-w", str(log), str(src), str(tmp_path / "html")],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = log.read_text() if log.exists() else p.stderr
+    assert p.returncode != 0, out
+    expected = {
+        "literalinclude marker": r"no-such-marker",
+        "Doxygen symbol": r"no_such_function",
+        "C++ reference": r"no_such_either",
+        "document link": r"no-such-page",
+        "repo-file path": r"tests/no/such/file\.py does not exist",
+        "component page without its header": r"does not quote its own header .*item\.hpp",
+        "Doxygen warning": r"Doxygen: .*undocumented_declaration",
+    }
+    missing = [what for what, pattern in expected.items() if not re.search(pattern, out)]
+    assert missing == [], f"not reported: {missing}\n{out}"
