@@ -26,6 +26,7 @@ release = version = "0.1.0"
 
 extensions = [
     "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",  # the package's docstrings use Args:/Returns:/Raises: sections
     "sphinx.ext.graphviz",
     "breathe",
     "myst_parser",
@@ -83,4 +84,8 @@ nitpick_ignore_regex = [
     ("py:class", r"(Callable|Iterable|Iterator|Sequence|Mapping|Any|Path|PathLike)"),
     ("py:exc", r"(ValueError|TypeError|RuntimeError|OSError|KeyError|TimeoutError|AssertionError|SystemExit)"),
     ("py:obj", r"(None|True|False)"),
+    ("py:func", r"(sys|os|atexit|threading|time|gc|weakref)\..*"),
+    ("py:data", r"(sys|os)\..*"),
+    # pybind11's common base of every bound class: not part of this project's API.
+    ("py:class", r"pybind11_builtins\.pybind11_object"),
 ]

@@ -331,6 +331,26 @@ class Sequence(SphinxDirective):
         return [node]
 
 
+def raises_nothing(app, what, name, obj, options, lines: list[str]) -> None:
+    """The package's docstrings say ``Raises:`` / ``Nothing.`` when a function
+    raises nothing; napoleon would read "Nothing." as an exception type.  Turn
+    that section into a plain sentence before napoleon sees it."""
+    i = 0
+    while i < len(lines) - 1:
+        if lines[i].strip() == "Raises:" and lines[i + 1].strip().startswith("Nothing"):
+            indent = len(lines[i + 1]) - len(lines[i + 1].lstrip())
+            j = i + 1
+            body = []
+            while j < len(lines) and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) >= indent):
+                if not lines[j].strip() and (j + 1 >= len(lines) or not lines[j + 1].startswith(" " * indent)):
+                    break
+                body.append(lines[j].strip())
+                j += 1
+            text = " ".join(b for b in body if b)
+            lines[i:j] = [":Raises: " + text[0].lower() + text[1:]]
+        i += 1
+
+
 def setup(app: Sphinx):
     app.add_config_value("dc_doxygen_input", [str(HEADERS), str(REPO / "docs" / "namespace.dox")], "env")
     app.add_config_value("dc_doxygen_output", str(REPO / "build" / "docs" / "doxygen"), "env")
@@ -341,4 +361,5 @@ def setup(app: Sphinx):
     app.add_directive("sequence", Sequence)
     app.add_directive("doxygen-header", DoxygenHeader)
     app.connect("missing-reference", resolve_header_links)
+    app.connect("autodoc-process-docstring", raises_nothing, priority=400)  # before napoleon (500)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
