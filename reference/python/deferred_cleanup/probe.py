@@ -339,7 +339,8 @@ def probe_subinterpreter(fields: dict, extra: dict) -> None:
     main interpreter waits (sleeping in short steps, bounded).
 
     :param fields: dict receiving ``subinterp.runner`` (``"main"`` / ``"sub"`` /
-        ``"none"`` / ``"n/a: <reason>"``) (mutated).
+        ``"lost"`` (never ran, not even after ``Py_MakePendingCalls`` in the main
+        interpreter) / ``"n/a: <reason>"``) (mutated).
     :param extra: dict receiving raw data (mutated).
     :returns: None.
     """
@@ -357,7 +358,9 @@ def probe_subinterpreter(fields: dict, extra: dict) -> None:
     _flush()
     s = P.slot(i)
     if not s["ran"]:
-        who = "none"
+        # Not even Py_MakePendingCalls in the main interpreter ran it: the call
+        # went into the subinterpreter's own queue and ended with it.
+        who = "lost"
     elif s["interp"] == r["main_id"]:
         who = "main"
     elif s["interp"] == r["sub_id"]:
@@ -430,7 +433,7 @@ def probe_finalization(fields: dict, extra: dict) -> None:
 
     :param fields: dict receiving ``atexit.finalizing``, ``atexit.foreign_add_runs``,
         ``atexit.main_add_runs``, ``py_atexit.initialized``, ``after_finalize.outcome``,
-        ``after_finalize.signal`` (mutated).
+        ``after_finalize.signal``, ``after_finalize.returns`` (mutated).
     :param extra: dict receiving the children's raw output (mutated).
     :returns: None.
     """
@@ -449,6 +452,8 @@ def probe_finalization(fields: dict, extra: dict) -> None:
         outcome, sig = f"exit {rc}", "none"
     fields["after_finalize.outcome"] = outcome
     fields["after_finalize.signal"] = sig
+    rcs = [l.split(":", 2)[2] for l in lines if l.startswith("after:rc:")]
+    fields["after_finalize.returns"] = int(rcs[0]) if rcs else None
     extra["finalize-foreign"] = {"rc": rc, "lines": lines}
     rc2, lines2 = _run_child("finalize-main")
     fields["atexit.main_add_runs"] = "ran:2" in lines2

@@ -1,0 +1,300 @@
+"""The expected CPython pending-call facts: ONE table, keyed by field and version range.
+
+Every other part of the project (the probe report, ``tests/test_probe.py`` and
+any test that needs a CPython fact) imports its expectations from here instead
+of hard-coding them.  Each row carries its citation: the CPython file, the
+constant or function, the tag it was read from, and the gh/bpo issue where one
+exists.  ``notes/cpython-pending-calls.md`` explains every row at length.
+
+The values were read from CPython's sources first and then confirmed by the
+probe (``python -m deferred_cleanup.probe``) on every interpreter of the
+matrix; a row is never a copy of the probe's output.
+
+Interface::
+
+    expected(field: str, version: tuple[int, int] = sys.version_info[:2]) -> value
+    FIELDS: tuple[str, ...]     # every field, in table order
+    rows(field) -> list[Fact]   # the rows of one field
+
+Field names (a "foreign thread" is a native thread with no Python thread
+state; "full" means the queue refused an add):
+
+``capacity`` (int)
+    How many ``Py_AddPendingCall`` calls from a foreign thread succeed while
+    the main thread holds the GIL in C and cannot run them.
+``full.returns`` (int)
+    What the first refused ``Py_AddPendingCall`` returns.
+``full.returns_again`` (int)
+    What a second add into the still-full queue returns (refusal is stable:
+    nothing was evicted to make room).
+``full.main_thread_returns`` (int)
+    What an add from the main thread (with a thread state) returns when full.
+``full.exception_set`` (bool)
+    Whether a refusal sets a Python exception (checked on the main thread
+    after both the foreign and the main-thread refusal).
+``full.evicted`` (bool)
+    Whether any accepted call was lost when the queue filled.
+``full.run_order`` (str: ``"fifo"`` / ``"lifo"`` / ``"other"``)
+    The order in which the accepted calls then run.
+``full.refused_runs`` (bool)
+    Whether a refused call ever runs.
+``breaker.batch`` (int)
+    How many queued calls run at one eval-breaker check (queue full).
+``breaker.batch_all`` (bool)
+    Whether that one check ran the whole queue.
+``exception.surfaces`` (str: ``"python-frame"`` / ``"unraisable"`` / ``"none"``)
+    Where the exception of a pending call that returns -1 shows up.
+``exception.rest_kept`` (bool)
+    Whether the calls queued behind the failing one are kept and run.
+``exception.rest_when`` (str: ``"same-check"`` / ``"later-check"`` / ``"never"`` / ``"mixed"``)
+    Whether they run in the same pass (with the exception still set) or at a
+    later eval-breaker check.
+``delay.busy_python`` (str: ``"ran"`` / ``"starved"``)
+    A foreign-thread add while the main thread spins in pure Python; starved
+    = not run within ``probe.STARVED_AFTER_MS`` (gh-95820).
+``delay.sleep`` (str: ``"during-sleep"`` / ``"after-sleep"`` / ``"starved"``)
+    The same with the main thread in ``time.sleep``.
+``delay.c_call`` (str: ``"during-call"`` / ``"after-call"`` / ``"starved"``)
+    The same with the main thread in a C call that releases the GIL.
+``runner.main_busy`` (str: ``"main"`` / ``"other"`` / ``"none"``)
+    The thread that runs a foreign-thread call while the main thread spins in
+    Python and a second Python thread spins too.
+``runner.main_sleeping`` (str)
+    The same while the main thread sleeps and the second thread spins.
+``subinterp.runner`` (str: ``"main"`` / ``"sub"`` / ``"lost"`` / ``"n/a: why"``)
+    Which interpreter runs a call a foreign thread added while a legacy
+    subinterpreter (``Py_NewInterpreter``) ran a pure-Python loop on the main
+    thread; ``"lost"``: it never ran, not even after ``Py_MakePendingCalls``
+    in the main interpreter.
+``atexit.finalizing`` (bool)
+    ``Py_IsFinalizing()`` (``_Py_IsFinalizing()`` before 3.13) inside a
+    Python ``atexit`` handler.
+``atexit.foreign_add_runs`` (bool)
+    Whether a call a foreign thread added from inside that handler ever runs.
+``atexit.main_add_runs`` (bool)
+    Whether a call the handler added itself (main thread) ever runs.
+``py_atexit.initialized`` (bool)
+    ``Py_IsInitialized()`` inside a ``Py_AtExit`` callback.
+``after_finalize.outcome`` (str: ``"crash"`` / ``"no-op"`` / ``"ran"``)
+    What ``Py_AddPendingCall`` from a foreign thread does after
+    ``Py_FinalizeEx`` has returned (in a child process, from a C ``atexit``
+    handler).
+``after_finalize.signal`` (str)
+    The signal that killed that child, or ``"none"``.
+``after_finalize.returns`` (int or None)
+    What that ``Py_AddPendingCall`` returned (None when it crashed).
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from typing import Any
+
+Version = tuple[int, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Fact:
+    """One row: ``field`` has ``value`` on every CPython ``lo`` ≤ X.Y ≤ ``hi``.
+
+    :param field: field name (str), see the module docstring.
+    :param lo: first version, inclusive ((major, minor)).
+    :param hi: last version, inclusive ((major, minor)).
+    :param value: the expected value (int, bool, str or None).
+    :param cite: where the fact comes from (str): file, function or
+        constant, tag, gh/bpo.
+    """
+
+    field: str
+    lo: Version
+    hi: Version
+    value: Any
+    cite: str
+
+
+# Short names for the sources cited below (the tags the text was read from).
+_CEVAL_310 = "Python/ceval.c (v3.10.0, v3.11.0)"
+_GIL_312 = "Python/ceval_gil.c (v3.12.0)"
+_GIL_313 = "Python/ceval_gil.c (v3.13.0, v3.14.0, main for 3.15)"
+_PYLIFE = "Python/pylifecycle.c Py_FinalizeEx/_Py_Finalize (v3.10.0 … v3.14.0)"
+_ALL = ((3, 10), (3, 15))
+_OLD = ((3, 10), (3, 12))
+_NEW = ((3, 13), (3, 15))
+
+TABLE: tuple[Fact, ...] = (
+    # ---- 1. capacity
+    Fact("capacity", *_OLD, 31,
+         "Include/internal/pycore_interp.h (v3.10.0, v3.11.0) and Include/internal/pycore_ceval_state.h (v3.12.0): "
+         "NPENDINGCALLS = 32; " + _CEVAL_310 + " / " + _GIL_312 + " _push_pending_call refuses when "
+         "(last + 1) % NPENDINGCALLS == first, so a ring of 32 keeps one slot free"),
+    Fact("capacity", *_NEW, 32,
+         "Include/internal/pycore_ceval_state.h (v3.13.0, v3.14.0): MAXPENDINGCALLS_MAIN = 32 is the max of "
+         "_PyRuntime.ceval.pending_mainthread; " + _GIL_313 + " _push_pending_call refuses when npending == max "
+         "(counted, no free slot kept); gh-104812 (PR #104813) made Py_AddPendingCall target pending_mainthread"),
+    # ---- 2. behaviour when full
+    Fact("full.returns", *_ALL, -1,
+         "Py_AddPendingCall returns -1 when _push_pending_call refuses: " + _CEVAL_310 + ", " + _GIL_312
+         + "; " + _GIL_313 + " maps _Py_ADD_PENDING_FULL to -1; Doc/c-api/init.rst Py_AddPendingCall"),
+    Fact("full.returns_again", *_ALL, -1,
+         "_push_pending_call never removes an entry to make room (" + _CEVAL_310 + ", " + _GIL_312 + ", "
+         + _GIL_313 + "), so the queue stays full until the main thread pops"),
+    Fact("full.main_thread_returns", *_ALL, -1,
+         "the same _push_pending_call path whatever the calling thread: " + _CEVAL_310 + " _PyEval_AddPendingCall, "
+         + _GIL_312 + " and " + _GIL_313 + " _PyEval_AddPendingCall"),
+    Fact("full.exception_set", *_ALL, False,
+         "the comment above _push_pending_call in " + _CEVAL_310 + " / " + _GIL_312 + " / " + _GIL_313
+         + ": a refused registration returns -1 without setting an exception (no PyErr_* call on that path)"),
+    Fact("full.evicted", *_ALL, False,
+         "_push_pending_call writes only at the tail and only when there is room (" + _CEVAL_310 + ", "
+         + _GIL_312 + ", " + _GIL_313 + ")"),
+    Fact("full.run_order", *_ALL, "fifo",
+         "_pop_pending_call takes calls[first] and advances first (" + _CEVAL_310 + ", " + _GIL_312 + ", "
+         + _GIL_313 + "): a ring read from the head"),
+    Fact("full.refused_runs", *_ALL, False,
+         "a refused call is never stored (" + _CEVAL_310 + ", " + _GIL_312 + ", " + _GIL_313 + " _push_pending_call)"),
+    # ---- 6. calls per eval-breaker check
+    Fact("breaker.batch", *_OLD, 31,
+         _CEVAL_310 + " / " + _GIL_312 + " make_pending_calls: one pass loops up to NPENDINGCALLS (32) pops, "
+         "more than the 31 a full ring holds, so one check runs the whole queue"),
+    Fact("breaker.batch", *_NEW, 32,
+         _GIL_313 + " _make_pending_calls: maxloop = MAXPENDINGCALLSLOOP_MAIN = 0 means 'max' (32) for "
+         "pending_mainthread (Include/internal/pycore_ceval_state.h v3.13.0), so one check runs all 32"),
+    Fact("breaker.batch_all", *_ALL, True,
+         "see breaker.batch: the per-pass bound is at least the capacity on every version"),
+    # ---- 5. a pending call that fails
+    Fact("exception.surfaces", *_ALL, "python-frame",
+         "the eval loop's eval-breaker handler (" + _CEVAL_310 + " eval_frame_handle_pending; Python/ceval_gil.c "
+         "_Py_HandlePending v3.12.0, v3.13.0) returns -1 and the loop jumps to its error label: the exception is "
+         "raised in the Python frame running at the check"),
+    Fact("exception.rest_kept", *_ALL, True,
+         "make_pending_calls stops at the first failure without dropping the rest and signals pending calls "
+         "again (" + _CEVAL_310 + " SIGNAL_PENDING_CALLS on error; " + _GIL_313 + " signal_pending_calls "
+         "'play it safe')"),
+    Fact("exception.rest_when", *_ALL, "later-check",
+         "see exception.rest_kept: " + _CEVAL_310 + " make_pending_calls / " + _GIL_313 + " _make_pending_calls "
+         "return -1 right after the failing call, so the remaining calls run at the next eval-breaker check, "
+         "after the exception was raised"),
+    # ---- 4. delay
+    Fact("delay.busy_python", *_OLD, "starved",
+         "gh-95820 (open for 3.10-3.12): since bpo-40010 (PR #19091, 3.9) SIGNAL_PENDING_CALLS recomputes "
+         "eval_breaker with _Py_ThreadCanHandlePendingCalls() of the calling thread, false on a foreign thread ("
+         + _CEVAL_310 + ", " + _GIL_312 + " COMPUTE_EVAL_BREAKER), so nothing wakes a main thread that never "
+         "drops the GIL"),
+    Fact("delay.busy_python", *_NEW, "ran",
+         _GIL_313 + " _PyEval_AddPendingCall sets _PY_CALLS_TO_DO_BIT directly on _PyRuntime.main_tstate's "
+         "eval_breaker (per-thread eval breaker, gh-112175 PR #115194; flags merged by gh-109369 PR #109846)"),
+    Fact("delay.sleep", *_ALL, "after-sleep",
+         "time.sleep releases the GIL; on re-taking it the main thread recomputes its eval breaker (" + _GIL_312
+         + " and Python/ceval_gil.c v3.10.0 take_gil: COMPUTE_EVAL_BREAKER, bpo-40010; " + _GIL_313
+         + " update_eval_breaker_for_thread), so the call runs right after the sleep, never during it"),
+    Fact("delay.c_call", *_ALL, "after-call",
+         "same take_gil path as delay.sleep: Py_END_ALLOW_THREADS re-takes the GIL (Python/ceval_gil.c v3.10.0, "
+         "v3.12.0 take_gil; " + _GIL_313 + " update_eval_breaker_for_thread)"),
+    # ---- 3. who runs the calls
+    Fact("runner.main_busy", *_ALL, "main",
+         _CEVAL_310 + " make_pending_calls runs only on the main thread (_Py_ThreadCanHandlePendingCalls); "
+         + _GIL_312 + " and " + _GIL_313 + " run pending_mainthread only when _Py_IsMainThread() "
+         "(gh-104812 keeps Py_AddPendingCall main-thread-only)"),
+    Fact("runner.main_sleeping", *_ALL, "main",
+         "see runner.main_busy: " + _CEVAL_310 + " _Py_ThreadCanHandlePendingCalls, " + _GIL_312 + " and "
+         + _GIL_313 + " make_pending_calls: the other Python thread never takes a main-thread-only call; the call "
+         "waits for the main thread to come back from its sleep"),
+    # ---- 8. subinterpreters
+    Fact("subinterp.runner", (3, 10), (3, 11), "lost",
+         "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall asks _PyThreadState_GET() first (bpo-39984, PR #19066); "
+         "in 3.10/3.11 that reads _PyRuntime.gilstate.tstate_current (Include/internal/pycore_pystate.h "
+         "_PyRuntimeState_GetThreadState), the GIL holder's thread state, from any thread. While a subinterpreter "
+         "holds the GIL the foreign add lands in the subinterpreter's queue; the add does not set its eval breaker "
+         "(gh-95820), so a busy subinterpreter never runs it, and Py_EndInterpreter discards the queue"),
+    Fact("subinterp.runner", (3, 12), (3, 15), "main",
+         "Python/ceval_gil.c v3.12.0+ Py_AddPendingCall always uses _PyInterpreterState_Main() with the "
+         "main-thread-only flag (gh-104812, PR #104813), and only the main interpreter's main thread drains "
+         "pending_mainthread (" + _GIL_312 + ", " + _GIL_313 + " make_pending_calls); the thread state became "
+         "thread-local in 3.12 (Include/internal/pycore_pystate.h v3.12.0 _PyThreadState_GET)"),
+    # ---- 7. finalization
+    Fact("atexit.finalizing", *_ALL, False,
+         _PYLIFE + ": the Python atexit callbacks (call_py_exitfuncs in 3.10, _PyAtExit_Call from 3.11) run "
+         "before _PyRuntimeState_SetFinalizing, which is what Py_IsFinalizing()/_Py_IsFinalizing() reads"),
+    Fact("atexit.foreign_add_runs", *_OLD, False,
+         _PYLIFE + " calls _Py_FinishPendingCalls before the atexit callbacks, never after; a foreign add does "
+         "not set the eval breaker (gh-95820), so the handler's remaining bytecode does not run it either"),
+    Fact("atexit.foreign_add_runs", *_NEW, True,
+         "the foreign add sets the main thread's eval-breaker bit (" + _GIL_313 + " _PyEval_AddPendingCall, "
+         "gh-112175), so the handler's own next eval-breaker check runs it; " + _PYLIFE
+         + " has no later _Py_FinishPendingCalls"),
+    Fact("atexit.main_add_runs", *_ALL, True,
+         "an add from the main thread sets the eval breaker (" + _CEVAL_310 + " SIGNAL_PENDING_CALLS on the main "
+         "thread; " + _GIL_313 + "), so the handler's next eval-breaker check runs it before the handler returns"),
+    Fact("py_atexit.initialized", *_ALL, False,
+         _PYLIFE + ": runtime->initialized is cleared right after the atexit callbacks, and call_ll_exitfuncs "
+         "(the Py_AtExit callbacks) runs at the very end"),
+    Fact("after_finalize.outcome", *_OLD, "crash",
+         "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall falls back to _PyRuntime.interpreters.main, NULL after "
+         "finalization, and dereferences it in _PyEval_AddPendingCall; " + _GIL_312 + " _PyEval_AddPendingCall "
+         "dereferences the NULL _PyInterpreterState_Main() in SIGNAL_PENDING_CALLS"),
+    Fact("after_finalize.outcome", *_NEW, "no-op",
+         _GIL_313 + " _PyEval_AddPendingCall only touches static runtime state (_PyRuntime.ceval.pending_mainthread "
+         "and the statically allocated main thread state's eval breaker); the call is queued and never run"),
+    Fact("after_finalize.signal", *_OLD, "SIGSEGV",
+         "see after_finalize.outcome: a NULL interpreter pointer dereference (release builds)"),
+    Fact("after_finalize.signal", *_NEW, "none", "see after_finalize.outcome"),
+    Fact("after_finalize.returns", *_OLD, None,
+         "see after_finalize.outcome: the process dies inside Py_AddPendingCall (Python/ceval.c v3.10.0/v3.11.0, "
+         + _GIL_312 + "), so there is no return value"),
+    Fact("after_finalize.returns", *_NEW, 0,
+         _GIL_313 + " _push_pending_call: the queue was drained by finalization, so the add succeeds"),
+)
+
+FIELDS: tuple[str, ...] = tuple(dict.fromkeys(f.field for f in TABLE))
+
+
+def rows(field: str) -> list[Fact]:
+    """Every row of ``field``.
+
+    :param field: field name (str).
+    :returns: list[Fact], possibly empty.
+    """
+    return [f for f in TABLE if f.field == field]
+
+
+def fact(field: str, version: Version | None = None) -> Fact:
+    """The row that covers ``version`` for ``field``.
+
+    :param field: field name (str).
+    :param version: (major, minor) tuple; default the running interpreter's.
+    :returns: the matching Fact.
+    :raises KeyError: unknown field, or no row covers that version.
+    """
+    v = tuple(version if version is not None else sys.version_info[:2])[:2]
+    rs = rows(field)
+    if not rs:
+        raise KeyError(f"unknown field {field!r}")
+    for r in rs:
+        if r.lo <= v <= r.hi:
+            return r
+    raise KeyError(f"no expected value for {field!r} on CPython {v[0]}.{v[1]}")
+
+
+def expected(field: str, version: Version | None = None) -> Any:
+    """The expected value of ``field`` on CPython ``version``.
+
+    :param field: field name (str), one of :data:`FIELDS`.
+    :param version: (major, minor) tuple; default ``sys.version_info[:2]``.
+    :returns: the value (int, bool, str or None).
+    :raises KeyError: unknown field, or no row covers that version.
+    """
+    return fact(field, version).value
+
+
+def _check_table() -> None:
+    """Import-time sanity: no two rows of one field overlap.
+
+    :raises AssertionError: on overlap.
+    """
+    for name in FIELDS:
+        rs = sorted(rows(name), key=lambda r: r.lo)
+        for a, b in zip(rs, rs[1:]):
+            assert a.hi < b.lo, f"overlapping rows for {name}"
+
+
+_check_table()
