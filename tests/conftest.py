@@ -1,0 +1,159 @@
+"""Shared fixtures for the deferred-cleanup test suite.
+
+Other helpers may append fixtures below the marked section.  Every fixture
+that waits has a deadline; subprocess scenarios run under a timeout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+SCENARIOS = TESTS / "scenarios"
+
+
+# ---------------------------------------------------------------- reference fixtures
+
+@pytest.fixture
+def dc():
+    """The deferred_cleanup package, with the queue drained before and after.
+
+    Returns:
+        module: ``deferred_cleanup``.
+    """
+    import deferred_cleanup
+
+    deferred_cleanup.drain_now()
+    yield deferred_cleanup
+    deferred_cleanup.drain_now()
+
+
+class Delta:
+    """Counter differences since construction (``counters()`` snapshots, no entry point)."""
+
+    def __init__(self, module):
+        self._dc = module
+        self.before = module.counters()
+
+    def __call__(self, key: str) -> int:
+        """Return how much counter ``key`` (str) grew since construction (int)."""
+        return self._dc.counters()[key] - self.before[key]
+
+
+@pytest.fixture
+def delta(dc):
+    """Factory: ``delta()`` returns a fresh :class:`Delta` baseline."""
+    return lambda: Delta(dc)
+
+
+def wait_until(predicate, timeout_s: float = 10.0, step_s: float = 0.0005) -> bool:
+    """Sleep in ``step_s`` steps (dropping the GIL, calling no entry point)
+    until ``predicate()`` is true.
+
+    Args:
+        predicate (callable): no arguments, returns bool.
+        timeout_s (float): seconds before giving up.
+        step_s (float): seconds per sleep.
+
+    Returns:
+        bool: whether the predicate became true in time.
+    """
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step_s)
+    return True
+
+
+@pytest.fixture
+def wait():
+    """The :func:`wait_until` helper."""
+    return wait_until
+
+
+class Recorder:
+    """A finalizer that records, per payload, how often and on which thread it ran."""
+
+    def __init__(self):
+        self.calls: dict[int, int] = {}
+        self.order: list[int] = []
+        self.threads: set[int] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, obj) -> None:
+        with self._lock:
+            self.calls[obj] = self.calls.get(obj, 0) + 1
+            self.order.append(obj)
+            self.threads.add(threading.get_ident())
+
+
+@pytest.fixture
+def recorder():
+    """A fresh :class:`Recorder`."""
+    return Recorder()
+
+
+def run_scenario(name: str, *args: str, variant: str = "reference", timeout_s: float = 60.0,
+                 tmp: Path, extra_env: dict | None = None) -> dict:
+    """Run ``tests/scenarios/<name>.py`` in a fresh interpreter.
+
+    Args:
+        name (str): scenario file stem.
+        *args (str): command-line arguments for the scenario.
+        variant (str): ``DEFERRED_CLEANUP_VARIANT`` for the child.
+        timeout_s (float): seconds before the child is killed (the test fails).
+        tmp (Path): directory for the result files.
+        extra_env (dict | None): more environment variables.
+
+    Returns:
+        dict: ``rc`` (int, negative = killed by that signal), ``stdout``,
+        ``stderr`` (str), ``result`` (dict printed by the scenario as its last
+        stdout line, or None) and ``at_exit`` (dict written by the Py_AtExit
+        backstop through DC_STATS_AT_EXIT, or None).
+
+    Raises:
+        subprocess.TimeoutExpired: the child hung.
+    """
+    stats = tmp / f"{name}-{variant}-stats.json"
+    if stats.exists():
+        stats.unlink()
+    env = dict(os.environ, DEFERRED_CLEANUP_VARIANT=variant, DC_STATS_AT_EXIT=str(stats))
+    if extra_env:
+        env.update(extra_env)
+    p = subprocess.run([sys.executable, str(SCENARIOS / f"{name}.py"), *args], env=env, cwd=str(TESTS.parent),
+                       capture_output=True, text=True, timeout=timeout_s)
+    result = None
+    for line in reversed(p.stdout.strip().splitlines()):
+        if line.startswith("{"):
+            result = json.loads(line)
+            break
+    at_exit = json.loads(stats.read_text()) if stats.exists() and stats.read_text().strip() else None
+    return {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr, "result": result, "at_exit": at_exit}
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    """Factory around :func:`run_scenario` writing into the test's tmp_path."""
+    return lambda name, *args, **kw: run_scenario(name, *args, tmp=tmp_path, **kw)
+
+
+@pytest.fixture
+def cuda_driver():
+    """A :class:`deferred_cleanup.CudaDriver`, or a skip naming why there is none."""
+    import deferred_cleanup
+
+    try:
+        return deferred_cleanup.CudaDriver()
+    except deferred_cleanup.DriverUnavailable as e:
+        pytest.skip(f"CUDA driver unavailable: {e}")
+
+
+# ---------------------------------------------------------------- (other helpers: append below)

@@ -1,0 +1,21 @@
+"""Scenario: destructor callbacks that arrive after finalization.
+
+usage: late_callbacks.py N THREADS
+The simulated driver holds N destructor calls back; the Py_AtExit backstop
+(after the interpreter is gone) releases them from THREADS native threads and
+waits for them before counting.  Prints one JSON line: {"created": N}.
+"""
+import json
+import sys
+
+import deferred_cleanup as dc
+
+n, threads = int(sys.argv[1]), int(sys.argv[2])
+driver = dc.SimulatedDriver()
+g = driver.create_graph()
+for i in range(n):
+    g.attach(object())
+driver.set_hold(True)
+g.destroy()
+driver._test_release_at_exit(threads)
+print(json.dumps({"created": n, "held": driver.held}), flush=True)

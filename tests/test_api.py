@@ -1,0 +1,107 @@
+"""The Python API: names, bad input, reference_burst.
+
+Bad input gets a clear exception and nothing is lost or cleaned twice
+(issue 3, "Bad input").
+"""
+import sys
+import threading
+
+import pytest
+
+
+def test_public_names(dc):
+    for name in ["SimulatedDriver", "CudaDriver", "Graph", "Driver", "stats", "counters", "drain_now", "poll",
+                 "variant", "reference_burst", "DriverError", "DriverUnavailable", "ShutdownError",
+                 "NotMainThreadError", "GraphDestroyedError"]:
+        assert hasattr(dc, name), name
+    for exc in [dc.DriverError, dc.DriverUnavailable, dc.ShutdownError, dc.NotMainThreadError,
+                dc.GraphDestroyedError]:
+        assert issubclass(exc, RuntimeError)
+    assert issubclass(dc.DriverUnavailable, dc.DriverError)
+
+
+def test_stats_keys(dc):
+    s = dc.stats()
+    for key in ["enqueued", "cleaned", "schedule_attempts", "schedule_failures", "pending_calls", "drain_cycles",
+                "direct_drains", "leaked_at_shutdown"]:
+        assert isinstance(s[key], int) and s[key] >= 0, key
+    assert s["schedule_attempts"] == s["pending_calls"] + s["schedule_failures"]
+
+
+def test_destroy_twice(dc, recorder, wait):
+    driver = dc.SimulatedDriver()
+    g = driver.create_graph()
+    g.attach(1, recorder)
+    g.destroy()
+    assert g.destroyed
+    with pytest.raises(dc.GraphDestroyedError, match="twice"):
+        g.destroy()
+    assert driver.wait_idle(10.0)
+    assert wait(lambda: recorder.calls == {1: 1})
+    dc.drain_now()
+    assert recorder.calls == {1: 1}, "cleaned twice"
+
+
+def test_attach_to_destroyed_graph(dc, delta):
+    driver = dc.SimulatedDriver()
+    g = driver.create_graph()
+    g.destroy()
+    obj = object()
+    before = sys.getrefcount(obj)
+    d = delta()
+    with pytest.raises(dc.GraphDestroyedError, match="not retained"):
+        g.attach(obj)
+    assert sys.getrefcount(obj) == before
+    assert d("created") == 0 and d("cleaned") == 0
+
+
+def test_instantiate_destroyed_graph(dc):
+    driver = dc.SimulatedDriver()
+    g = driver.create_graph()
+    g.destroy()
+    with pytest.raises(dc.GraphDestroyedError):
+        g.instantiate()
+
+
+def test_finalizer_must_be_callable(dc, delta):
+    driver = dc.SimulatedDriver()
+    g = driver.create_graph()
+    d = delta()
+    with pytest.raises(TypeError, match="callable"):
+        g.attach(object(), 42)
+    assert d("created") == 0
+    g.destroy()
+
+
+def test_drain_now_from_thread(dc):
+    errs = []
+    t = threading.Thread(target=lambda: errs.append(pytest.raises(dc.NotMainThreadError, dc.drain_now)))
+    t.start()
+    t.join(10.0)
+    assert len(errs) == 1
+
+
+def test_cuda_driver_unavailable_or_working(dc):
+    try:
+        d = dc.CudaDriver()
+    except dc.DriverUnavailable as e:
+        assert "cuda driver:" in str(e)
+    else:
+        assert d.name == "cuda"
+        assert d.driver_version > 0 and d.device_name
+
+
+def test_reference_burst(dc):
+    r = dc.reference_burst(callbacks=10_000, threads=8)
+    assert set(r) >= {"payloads", "cleaned", "pending_calls", "drain_cycles", "delay_ms"}
+    assert r["payloads"] == 10_000 and r["cleaned"] == 10_000
+    assert 1 <= r["pending_calls"] <= r["drain_cycles"]
+    assert r["schedule_failures"] == 0
+    assert r["delay_ms"] >= 0
+
+
+def test_reference_burst_rejects_bad_arguments(dc):
+    with pytest.raises(ValueError):
+        dc.reference_burst(callbacks=0)
+    with pytest.raises(ValueError):
+        dc.reference_burst(threads=0)

@@ -1,0 +1,59 @@
+"""callback.hpp: the destructor only pushes and schedules.
+
+The destructor runs on a driver thread with no Python thread state; the
+cleanup runs on the main thread.  Source: cuda-python PR #2371; CUDA Driver
+API cuUserObjectCreate (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC).
+"""
+import threading
+
+
+def test_destructor_on_driver_thread_cleanup_on_main(dc, delta, recorder, wait):
+    driver = dc.SimulatedDriver()
+    g = driver.create_graph()
+    d = delta()
+    for i in range(64):
+        g.attach(i, recorder)
+    g.destroy()
+    assert driver.wait_idle(10.0)
+    assert wait(lambda: len(recorder.order) == 64)
+    c = dc.counters()
+    assert recorder.threads == {threading.main_thread().ident}
+    assert c["last_destructor_thread"] not in (0, c["main_thread"])
+    assert d("destructors_on_main") == 0
+    assert d("cleanups_off_main") == 0
+    assert d("enqueued") == 64 and d("cleaned") == 64
+
+
+def test_destructor_from_a_python_thread_still_cleans_on_main(dc, recorder, wait):
+    """Destroying from a non-main Python thread: destroy() there can only retry
+    scheduling; the cleanup still runs on the main thread."""
+    driver = dc.SimulatedDriver()
+    g = driver.create_graph()
+    for i in range(10):
+        g.attach(i, recorder)
+    t = threading.Thread(target=g.destroy)
+    t.start()
+    t.join(10.0)
+    assert not t.is_alive()
+    assert driver.wait_idle(10.0)
+    assert wait(lambda: len(recorder.order) == 10)
+    assert recorder.threads == {threading.main_thread().ident}
+
+
+def test_every_enqueue_is_one_destructor_call(dc, delta, wait):
+    driver = dc.SimulatedDriver()
+    d = delta()
+    graphs = [driver.create_graph() for _ in range(50)]
+    for k, g in enumerate(graphs):
+        for i in range(k % 5 + 1):
+            g.attach((k, i))
+    created = d("created")
+    assert created == sum(k % 5 + 1 for k in range(50))
+    g0 = graphs[0]
+    g0.instantiate()  # an executable graph holds a second reference: still one destructor call
+    for g in graphs:
+        g.destroy()
+    assert driver.wait_idle(10.0)
+    assert driver.delivered == created
+    assert wait(lambda: d("cleaned") == created)
+    assert d("enqueued") == created

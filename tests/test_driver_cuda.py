@@ -1,0 +1,101 @@
+"""The `cuda` driver on the real CUDA driver API (marker `gpu`).
+
+Skips, naming the reason, where there is no driver or no GPU.  With
+DC_GPU_REPORT=<path> it writes a JSON report: interpreter, driver version, GPU
+name, counts, and the thread that ran the destructors next to the main
+thread.  Source: CUDA Driver API, cuUserObjectCreate
+(CU_USER_OBJECT_NO_DESTRUCTOR_SYNC), cuGraphRetainUserObject
+(CU_GRAPH_USER_OBJECT_MOVE); cuda-python PR #2371.
+"""
+import json
+import os
+import platform
+import sys
+import threading
+import time
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def _wait_cleaned(dc, base, n, timeout_s=60.0):
+    deadline = time.monotonic() + timeout_s
+    while dc.counters()["cleaned"] - base < n:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def test_unavailable_is_a_clear_driver_error():
+    import deferred_cleanup as dc
+
+    try:
+        dc.CudaDriver()
+    except dc.DriverUnavailable as e:
+        assert isinstance(e, dc.DriverError) and isinstance(e, RuntimeError)
+        assert str(e).startswith("cuda driver: ")
+    else:
+        pytest.skip("a CUDA driver and GPU are present: nothing unavailable to report")
+
+
+def test_cuda_user_objects_cleaned_on_main_thread(dc, cuda_driver, recorder):
+    graphs_n, per_graph = 64, 16
+    n = graphs_n * per_graph
+    before = dc.counters()
+    graphs = []
+    t0 = time.perf_counter()
+    for k in range(graphs_n):
+        g = cuda_driver.create_graph()
+        for i in range(per_graph):
+            g.attach(k * per_graph + i, recorder)
+        if k % 2 == 0:
+            g.instantiate()  # also launched once and synchronized
+        graphs.append(g)
+    for g in graphs:
+        g.destroy()
+    # Only sleeps (pending calls) and the final stats() entry point.
+    ok = _wait_cleaned(dc, before["cleaned"], n)
+    elapsed = time.perf_counter() - t0
+    after = dc.stats()
+    main = threading.main_thread().ident
+    report = {
+        "interpreter": f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
+        "variant": dc.variant(),
+        "driver_version": cuda_driver.driver_version,
+        "gpu": cuda_driver.device_name,
+        "graphs": graphs_n,
+        "user_objects": n,
+        "instantiated_graphs": (graphs_n + 1) // 2,
+        "cleaned": after["cleaned"] - before["cleaned"],
+        "enqueued": after["enqueued"] - before["enqueued"],
+        "pending_calls": after["pending_calls"] - before["pending_calls"],
+        "drain_cycles": after["drain_cycles"] - before["drain_cycles"],
+        "direct_drains": after["direct_drains"] - before["direct_drains"],
+        "schedule_failures": after["schedule_failures"] - before["schedule_failures"],
+        "destructor_thread": after["last_destructor_thread"],
+        "main_thread": main,
+        "cleanup_threads": sorted(recorder.threads),
+        "seconds": round(elapsed, 3),
+    }
+    path = os.environ.get("DC_GPU_REPORT")
+    if path:
+        with open(path, "w") as f:
+            json.dump(report, f, indent=2)
+            f.write("\n")
+    assert ok, report
+    assert recorder.calls == {i: 1 for i in range(n)}
+    assert recorder.threads == {main}
+    assert after["last_destructor_thread"] not in (0, main), "CUDA ran a destructor on the main thread"
+    assert report["enqueued"] == n
+    assert report["pending_calls"] <= report["drain_cycles"] + 1  # at most one may still be outstanding
+
+
+def test_cuda_bad_input(dc, cuda_driver):
+    g = cuda_driver.create_graph()
+    g.destroy()
+    with pytest.raises(dc.GraphDestroyedError):
+        g.destroy()
+    with pytest.raises(dc.GraphDestroyedError):
+        g.attach(object())

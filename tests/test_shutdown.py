@@ -1,0 +1,109 @@
+"""shutdown.hpp: no call into CPython after teardown; leaks counted.
+
+Every case runs in a fresh interpreter (tests/scenarios/), under a timeout.
+The Py_AtExit backstop writes the final counters with C stdio
+(DC_STATS_AT_EXIT).  CPython facts (what Py_AddPendingCall does after
+finalization) come from cpython_facts.  Sources: issue 3 Part 1.6 and 2b;
+Python/pylifecycle.c Py_FinalizeEx; cuda-python PR #2371.
+"""
+import os
+import signal
+
+import pytest
+
+from deferred_cleanup import cpython_facts
+
+SOAK_N = int(os.environ.get("SOAK_N", "20"))
+
+
+def _accounting(out, created):
+    """Exit 0, no cleanup after teardown, cleaned + leaked == created."""
+    assert out["rc"] == 0, f"rc={out['rc']}\n{out['stderr']}"
+    s = out["at_exit"]
+    assert s is not None, "the Py_AtExit backstop wrote no counters"
+    assert s["created"] == created
+    assert s["cleanups_after_shutdown"] == 0, "a payload was touched after teardown"
+    assert s["cleaned"] + s["leaked_at_shutdown"] == created, s
+    assert s["enqueued"] == created
+    assert s["in_flight_at_backstop"] == 0
+    return s
+
+
+@pytest.mark.parametrize("mode", ["burst", "atexit-destroy"])
+def test_reference_payloads_in_flight_at_exit(scenario, mode):
+    out = scenario("exit_in_flight", "2000", "8", mode, variant="reference")
+    s = _accounting(out, 2000)
+    assert s["gate_timeouts"] == 0
+
+
+def test_reference_final_drain_cleans_what_is_queued(scenario):
+    """Graphs destroyed by an atexit handler that runs before ours: whatever
+    reached the queue before the hook is cleaned by the final drain; late
+    arrivals are leaked and counted, never cleaned after teardown."""
+    out = scenario("exit_in_flight", "200", "1", "atexit-destroy", variant="reference")
+    s = _accounting(out, 200)
+    assert s["cleaned"] >= 1
+    assert s["enqueued_late"] == s["leaked_at_shutdown"]
+
+
+def test_reference_waits_out_a_producer_held_in_the_gate(scenario):
+    out = scenario("held_in_gate", "300", variant="reference")
+    assert out["result"] == {"held": True, "created": 1}
+    s = _accounting(out, 1)
+    assert s["gate_timeouts"] == 0
+    assert s["gate_hook_passes"] == 1
+    assert s["cleaned"] == 1, "the final drain runs after the held producer left the gate"
+    assert s["schedule_attempts"] == 1
+
+
+def test_seed_held_in_gate_calls_cpython_after_finalization(scenario):
+    """The seed's hole: the held producer calls Py_AddPendingCall after
+    Py_FinalizeEx.  Crashes 3.10-3.12, silent no-op on 3.13+ (cpython_facts)."""
+    out = scenario("held_in_gate", "until-release", variant="seed")
+    assert out["result"] == {"held": True, "created": 1}
+    outcome = cpython_facts.expected("after_finalize.outcome")
+    if outcome == "crash":
+        sig = getattr(signal, cpython_facts.expected("after_finalize.signal"))
+        assert out["rc"] == -sig, f"expected the seed to die of {sig!r}, rc={out['rc']}"
+        assert out["at_exit"] is None, "the process died inside the backstop, before writing counters"
+    else:
+        assert outcome == "no-op"
+        s = _accounting(out, 1)
+        assert s["schedule_attempts"] == 1 and s["gate_hook_passes"] == 1
+        assert s["leaked_at_shutdown"] == 1 and s["cleaned"] == 0
+
+
+@pytest.mark.parametrize("variant", ["reference", "seed"])
+def test_callbacks_after_finalization_only_enqueue(scenario, variant):
+    out = scenario("late_callbacks", "500", "4", variant=variant)
+    assert out["result"] == {"created": 500, "held": 500}
+    s = _accounting(out, 500)
+    assert s["leaked_at_shutdown"] == 500 and s["cleaned"] == 0
+    assert s["enqueued_late"] == 500
+    assert s["schedule_attempts"] == 0, "no Py_AddPendingCall after finalization"
+
+
+def test_api_after_shutdown(scenario, tmp_path):
+    path = tmp_path / "late.json"
+    out = scenario("after_shutdown_api", str(path), variant="reference")
+    import json
+
+    late = json.loads(path.read_text())
+    assert late["accepting"] is False and late["host_alive"] is False
+    assert late["attach"] == "ShutdownError"
+    assert late["attach_refcount_delta"] == 0, "a refused attach must not keep the object"
+    assert late["drain_now"] == "ShutdownError"
+    assert late["destroy"] == "ok"
+    s = _accounting(out, 1)
+    assert s["leaked_at_shutdown"] == 1 and s["cleaned"] == 0
+
+
+@pytest.mark.soak
+@pytest.mark.timeout(60 + 10 * SOAK_N)
+def test_soak_reference_exit_races(scenario):
+    """SOAK_N runs of each finalization race on the reference: never a crash,
+    never a miscount."""
+    for i in range(SOAK_N):
+        _accounting(scenario("exit_in_flight", "500", "8", "burst", variant="reference"), 500)
+        _accounting(scenario("held_in_gate", "20", variant="reference"), 1)
+        _accounting(scenario("late_callbacks", "100", "8", variant="reference"), 100)
