@@ -92,12 +92,17 @@ def run_doxygen(app: Sphinx) -> None:
 
 # --------------------------------------------------------------- :repo-file:
 def repo_file_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """``:repo-file:`tests/litmus/sb.litmus``` -> a literal; warns if missing."""
-    rel = text.strip()
-    node = nodes.literal(rawtext, rel, classes=["repo-file"])
-    if not (REPO / rel).exists():
-        msg = inliner.reporter.warning(f"repo-file: {rel} does not exist in the repository", line=lineno)
-        return [node], [msg]
+    """``:repo-file:`tests/litmus/sb.litmus``` -> a literal; a warning when
+    the path does not exist.  ``path::NAME`` (a test function, a model check)
+    also requires NAME to occur in that file as a whole word."""
+    ref = text.strip()
+    rel, _, symbol = ref.partition("::")
+    node = nodes.literal(rawtext, ref, classes=["repo-file"])
+    path = REPO / rel
+    if not path.exists():
+        return [node], [inliner.reporter.warning(f"repo-file: {rel} does not exist in the repository", line=lineno)]
+    if symbol and (not path.is_file() or not re.search(rf"\b{re.escape(symbol)}\b", path.read_text(errors="replace"))):
+        return [node], [inliner.reporter.warning(f"repo-file: {rel} has no {symbol!r}", line=lineno)]
     return [node], []
 
 

@@ -25,7 +25,10 @@ def interpreters(data: Any) -> tuple[list[dict], list[str]]:
     a dict of results keyed by interpreter name."""
     missing: list[str] = []
     if isinstance(data, dict):
-        missing = [str(m) for m in data.get("missing", [])]
+        missing = [f"{m.get('name', '?')}: {m.get('why', '?')}" if isinstance(m, dict) else str(m)
+                   for m in data.get("missing", [])]
+        if data.get("free_threaded"):
+            missing.append(f"free-threaded build (Py_GIL_DISABLED): {data['free_threaded']}")
         for key in ("results", "interpreters", "columns"):
             if isinstance(data.get(key), list):
                 data = data[key]
