@@ -30,7 +30,7 @@ HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
 COMPONENTS = ["item", "queue", "callback", "scheduling", "drain", "shutdown"]
 BUILD_TIMEOUT_S = 1500  # the probe on every interpreter may run first
 
-sys.path.insert(0, str(DOCS))
+sys.path[:0] = [str(DOCS), str(DOCS / "_ext")]  # check_site, dc_probe_table
 pytestmark = [pytest.mark.docs, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]
 
 
@@ -100,6 +100,53 @@ def test_every_marker_region_of_every_header_is_quoted(site):
         page = (DOCS / "design" / f"{component}.rst").read_text()
         for name in re.findall(r"// \[doc:([\w-]+)\]", src):
             assert f"// [doc:{name}]" in page, f"{component}.hpp region {name} is not quoted on its page"
+
+
+def test_version_page_shows_every_interpreter(site):
+    """One column per interpreter of build/probe/probe.json, covering every
+    CPython minor version 3.10 to 3.15, and the expected table's citations as
+    footnotes."""
+    page = (site / "versions.html").read_text(encoding="utf-8")
+    table = re.search(r'<table[^>]*probe-matrix.*?</table>', page, re.S)
+    assert table, "versions.html has no probe table"
+    header = html.unescape(re.sub(r"<[^>]+>", " ", re.search(r"<thead>.*?</thead>", table[0], re.S)[0]))
+    from dc_probe_table import REQUIRED_MINORS
+
+    for minor in REQUIRED_MINORS:
+        assert re.search(rf"\b{re.escape(minor)}\.\d+", header), f"no column for CPython {minor}: {header}"
+    from deferred_cleanup import cpython_facts
+
+    text = _text(site / "versions.html")
+    for row in cpython_facts.TABLE:
+        assert row.cite[:60] in text, f"citation of {row.field} missing from the version page"
+
+
+def _fake_result(name: str, version: str, **fields) -> dict:
+    from deferred_cleanup import cpython_facts
+
+    major, minor = (int(x) for x in version.split(".")[:2])
+    measured = {f: cpython_facts.expected(f, (major, minor)) for f in cpython_facts.FIELDS}
+    measured.update(fields)
+    return {"interpreter": {"name": name, "version": version, "version_info": [major, minor, 0], "debug": False},
+            "fields": measured}
+
+
+def test_probe_table_flags_a_difference_and_missing_versions():
+    """The version table's generator can fail: a measured value that differs
+    from the expected table is shown in bold with the expectation, and a
+    missing CPython version is reported (a warning, so the docs build fails)."""
+    from dc_probe_table import render
+    from deferred_cleanup import cpython_facts
+
+    data = {"interpreters": [_fake_result("a", "3.12.1", capacity=7), _fake_result("b", "3.13.0")],
+            "missing": [{"name": "cp315-sid", "why": "not installed"}]}
+    rst, problems = render(data, cpython_facts)
+    assert "**``7``** (expected ``31``)" in rst
+    assert "1 measurement(s) differ" in rst
+    assert "cp315-sid: not installed" in rst
+    assert sorted(problems) == sorted(f"no probe result for CPython {m}" for m in ("3.10", "3.11", "3.14", "3.15"))
+    clean, none = render({"interpreters": [_fake_result(f"i{m}", f"3.{m}.0") for m in range(10, 16)]}, cpython_facts)
+    assert none == [] and "every measurement matches" in clean
 
 
 # ------------------------------------------------------------------ the checks can fail

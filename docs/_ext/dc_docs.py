@@ -281,13 +281,13 @@ def sequence_to_dot(lines: list[str]) -> str:
         for k in (a, b):
             if k not in col:
                 raise ValueError(f"sequence: unknown lane {k!r}")
-    width, step = 2.3, 0.42
-    bottom = -(len(msgs) + 1) * step
+    width, step = 2.5, 0.5
+    bottom = -(len(msgs) + 1) * step - 0.2
     out = ["digraph sequence {",
            "layout=neato; inputscale=1; splines=line; outputorder=edgesfirst; bgcolor=transparent;",
-           'node [shape=point, width=0.02, height=0.02, label="", fontsize=10];',
+           'node [shape=point, width=0.02, height=0.02, label="", fontsize=13];',
            "edge [arrowsize=0.6];"]
-    box = 'shape=box, style="rounded,filled", fillcolor="#eef3fb", width=1.7'
+    box = 'shape=box, style="rounded,filled", fillcolor="#eef3fb", width=2.0'
     for k, label in lanes:
         x = col[k] * width
         out.append(f'{k}_head [pos="{x},0!", {box}, height=0.5, label="{_dot_str(label)}"];')
@@ -295,20 +295,20 @@ def sequence_to_dot(lines: list[str]) -> str:
         out.append(f'{k}_foot [pos="{x},{bottom}!", {box}, height=0.3, label="{_dot_str(foot)}"];')
         out.append(f'{k}_head -> {k}_foot [style=dashed, color="#9aa5b1", arrowhead=none];')
     for i, (a, b, text) in enumerate(msgs):
-        y = -(i + 1) * step
+        y = -(i + 1) * step - 0.2  # clear of the lane heads
         t = _dot_str(text)
         if a == b:
             x = col[a] * width
             out.append(f'm{i}a [pos="{x},{y + 0.08}!"]; m{i}b [pos="{x + 0.3},{y + 0.08}!"]; '
                        f'm{i}c [pos="{x + 0.3},{y - 0.08}!"]; m{i}d [pos="{x},{y - 0.08}!"];')
             out.append(f"m{i}a -> m{i}b [arrowhead=none]; m{i}b -> m{i}c [arrowhead=none]; m{i}c -> m{i}d;")
-            out.append(f'm{i}t [pos="{x + 0.4 + 0.034 * len(text)},{y}!", shape=plaintext, width=0, height=0, '
-                       f'margin=0, fontsize=9, label="{t}"];')
+            out.append(f'm{i}t [pos="{x + 0.4 + 0.045 * len(text)},{y}!", shape=plaintext, width=0, height=0, '
+                       f'margin=0, fontsize=12, label="{t}"];')
         else:
             xa, xb = col[a] * width, col[b] * width
             out.append(f'm{i}a [pos="{xa},{y}!"]; m{i}b [pos="{xb},{y}!"]; m{i}a -> m{i}b;')
-            out.append(f'm{i}t [pos="{(xa + xb) / 2},{y + 0.12}!", shape=plaintext, width=0, height=0, '
-                       f'margin=0, fontsize=9, label="{t}"];')
+            out.append(f'm{i}t [pos="{(xa + xb) / 2},{y + 0.14}!", shape=plaintext, width=0, height=0, '
+                       f'margin=0, fontsize=12, label="{t}"];')
     out.append("}")
     return "\n".join(out)
 
