@@ -184,12 +184,13 @@ TABLE: tuple[Fact, ...] = (
          _GIL_313 + " _PyEval_AddPendingCall sets _PY_CALLS_TO_DO_BIT directly on _PyRuntime.main_tstate's "
          "eval_breaker (per-thread eval breaker, gh-112175 PR #115194; flags merged by gh-109369 PR #109846)"),
     Fact("delay.sleep", *_ALL, "after-sleep",
-         "time.sleep releases the GIL; on re-taking it the main thread recomputes its eval breaker (" + _GIL_312
-         + " and Python/ceval_gil.c v3.10.0 take_gil: COMPUTE_EVAL_BREAKER, bpo-40010; " + _GIL_313
-         + " update_eval_breaker_for_thread), so the call runs right after the sleep, never during it"),
+         "time.sleep releases the GIL; on re-taking it the main thread recomputes its eval breaker (Python/ceval_gil.h "
+         "v3.10.0, v3.11.0 and " + _GIL_312 + " take_gil: COMPUTE_EVAL_BREAKER, bpo-40010; " + _GIL_313
+         + " take_gil: update_eval_breaker_for_thread, gh-112175), so the call runs right after the sleep, "
+         "never during it"),
     Fact("delay.c_call", *_ALL, "after-call",
-         "same take_gil path as delay.sleep: Py_END_ALLOW_THREADS re-takes the GIL (Python/ceval_gil.c v3.10.0, "
-         "v3.12.0 take_gil; " + _GIL_313 + " update_eval_breaker_for_thread)"),
+         "same take_gil path as delay.sleep: Py_END_ALLOW_THREADS re-takes the GIL (Python/ceval_gil.h v3.10.0, "
+         "v3.11.0 and " + _GIL_312 + " take_gil; " + _GIL_313 + " update_eval_breaker_for_thread)"),
     # ---- 3. who runs the calls
     Fact("runner.main_busy", *_ALL, "main",
          _CEVAL_310 + " make_pending_calls runs only on the main thread (_Py_ThreadCanHandlePendingCalls); "
