@@ -4,7 +4,9 @@ usage: exit_in_flight.py N THREADS MODE
   MODE burst           release a burst of N destructor calls from THREADS native
                        threads and return from the script at once;
   MODE atexit-destroy  destroy the graphs from an atexit handler registered
-                       after the import (so it runs before deferred_cleanup's).
+                       after the import (so it runs before deferred_cleanup's)
+                       and wait until the driver delivered every destructor
+                       call: everything is queued before the final drain.
 Prints one JSON line: {"created": N}.  The Py_AtExit backstop writes the final
 counters to $DC_STATS_AT_EXIT.
 """
@@ -32,6 +34,7 @@ elif mode == "atexit-destroy":
     def destroy_all():
         for g in graphs:
             g.destroy()
+        driver.wait_idle(10.0)
     atexit.register(destroy_all)
 else:
     raise SystemExit(f"unknown mode {mode}")
