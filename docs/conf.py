@@ -47,6 +47,7 @@ html_title = "deferred-cleanup"
 html_copy_source = False
 html_show_sourcelink = False
 html_static_path = ["_static"]
+html_css_files = ["dc.css"]
 html_favicon = "_static/favicon.svg"  # else the browser asks the server for /favicon.ico
 html_theme_options = {
     "navigation_with_keys": True,
