@@ -127,6 +127,7 @@ class CudaDriver final : public Driver {
       (void)h;
       destroy_graph(g);
     }
+    stream_synchronize_(nullptr);  // launches still in flight complete before the context is released
     if (have_ctx_) primary_release_(device_);
   }
 
@@ -169,8 +170,11 @@ class CudaDriver final : public Driver {
     Entry& e = find(graph);
     check(ctx_set_current_(ctx_), "cuCtxSetCurrent");
     if (e.exec == nullptr) check(graph_instantiate_(&e.exec, e.graph, 0), "cuGraphInstantiateWithFlags");
+    // Launch without waiting: a destroy() right after it frees the executable
+    // graph asynchronously on completion (cuGraphExecDestroy), so CUDA runs
+    // those destructors on its internal thread.  The stream is synchronized
+    // only in the driver's destructor.
     check(graph_launch_(e.exec, nullptr), "cuGraphLaunch");
-    check(stream_synchronize_(nullptr), "cuStreamSynchronize");
   }
 
   void destroy(GraphHandle graph) override {

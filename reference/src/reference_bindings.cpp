@@ -26,6 +26,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -106,6 +107,7 @@ std::atomic<std::uint64_t> g_destructors_on_main{0};
 std::atomic<std::uint64_t> g_cleanups_after_shutdown{0};
 std::atomic<unsigned long> g_last_destructor_thread{0};
 std::atomic<std::int64_t> g_last_cleanup_ns{0};
+std::set<unsigned long> g_destructor_threads;  // main thread only (under the GIL): distinct destructor threads seen
 std::atomic<bool> g_shutdown_done{false};  // Python hook (reference) or backstop (seed) finished
 std::atomic<int> g_noop_runs{0};
 char g_stats_path[4096] = {0};
@@ -141,10 +143,20 @@ struct SavedError {
 void py_cleanup(void* arg) noexcept {
   auto* p = static_cast<PyPayload*>(arg);
   const unsigned long me = PyThread_get_thread_ident();
+  // Statistics only (relaxed): none of these counters orders anything.
   (me == g_main_ident ? g_cleanups_on_main : g_cleanups_off_main).fetch_add(1, std::memory_order_relaxed);
   if (p->destructor_thread != 0 && p->destructor_thread == g_main_ident)
-    g_destructors_on_main.fetch_add(1, std::memory_order_relaxed);
+    g_destructors_on_main.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  // Written on the main thread by the shutdown hook / backstop, read here on
+  // the main thread: program order, relaxed is enough.
   if (g_shutdown_done.load(std::memory_order_relaxed)) g_cleanups_after_shutdown.fetch_add(1, std::memory_order_relaxed);
+  if (p->destructor_thread != 0) {
+    try {
+      g_destructor_threads.insert(p->destructor_thread);
+    } catch (...) {
+      // Out of memory while recording a statistic: skip the statistic.
+    }
+  }
   {
     SavedError saved;
     if (p->finalizer != nullptr) {
@@ -160,7 +172,7 @@ void py_cleanup(void* arg) noexcept {
     if (PyErr_Occurred()) PyErr_WriteUnraisable(nullptr);
   }
   delete p;
-  g_last_cleanup_ns.store(now_ns(), std::memory_order_relaxed);
+  g_last_cleanup_ns.store(now_ns(), std::memory_order_relaxed);  // statistics only (read on the main thread)
 }
 
 /// The user-object destructor handed to the driver: runs on a driver thread
@@ -492,6 +504,8 @@ void register_reference(py::module_& m) {
   m.def("_atexit_registered", [] { return g_atexit_rc == 0; });
   m.def("last_cleanup_ns", [] { return g_last_cleanup_ns.load(std::memory_order_relaxed); });
   m.def("now_ns", &now_ns);
+  m.def("destructor_threads", [] { return std::vector<unsigned long>(g_destructor_threads.begin(), g_destructor_threads.end()); });
+  m.def("_test_reset_destructor_threads", [] { g_destructor_threads.clear(); });
   m.def("_test_saturate", &test_saturate, py::arg("driver"), py::arg("threads") = 8, py::arg("max_fill") = 4096);
   m.def("_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed); });
   m.def("_test_arm_gate_hold", &test_arm_gate_hold, py::arg("hold_ms") = py::none());

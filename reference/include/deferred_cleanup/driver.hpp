@@ -117,9 +117,9 @@ class Driver {
   /// @return what happened
   virtual AttachResult attach(GraphHandle graph, DestructorFn destructor, void* arg) = 0;
 
-  /// Instantiate (and for CUDA, launch once and synchronize) the graph; the
+  /// Instantiate (and for CUDA, launch once, without waiting) the graph; the
   /// executable graph holds its own references to the user objects until
-  /// destroy().
+  /// destroy() (CUDA: until the launch completed, too).
   ///
   /// Thread: main thread.  May block in the driver.
   /// Memory ordering: n/a.  Errors: DriverError.
