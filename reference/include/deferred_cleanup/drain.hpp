@@ -126,6 +126,10 @@ inline int pending_call(void* arg) noexcept {
 // [end-doc:drain]
 
 /// What an entry point did.
+///
+/// Thread: returned to the caller of drain_at_entry().
+/// Memory ordering: n/a (a value).  Errors: n/a.
+/// Source: issue 3 Part 2c.
 enum class EntryAction : std::uint8_t {
   nothing,      ///< queue empty, host dead, or already draining
   drained,      ///< reference on the main thread: drained directly

@@ -33,14 +33,24 @@
 namespace deferred_cleanup {
 
 /// A user-object destructor: CUDA's CUhostFn shape.
+///
+/// Thread: called once, on a driver thread (or inside a driver call on the
+/// calling thread; cuda-python issue #2042).  Memory ordering: see Driver.
+/// Errors: must not throw.
+/// Source: CUDA Driver API, CUhostFn / cuUserObjectCreate.
 using DestructorFn = void (*)(void* arg);
 
 /// Opaque graph handle; meaning is up to the driver.
+///
+/// Thread: used on the main thread.  Memory ordering: n/a.  Errors: an
+/// unknown handle makes driver calls throw DriverError.
+/// Source: this project.
 using GraphHandle = std::uint64_t;
 
 /// A driver call failed.
 ///
-/// Thread: thrown on the calling thread.  Errors: carries the driver's message
+/// Thread: thrown on the calling thread.  Memory ordering: n/a.
+/// Errors: carries the driver's message
 /// (for CUDA: the CUresult name and cuGetErrorString text).
 /// Source: this project.
 class DriverError : public std::runtime_error {
@@ -51,7 +61,8 @@ class DriverError : public std::runtime_error {
 /// The driver cannot be used on this machine (no libcuda, no GPU, no
 /// cuda.h at build time).  The message names the reason.
 ///
-/// Thread: thrown by the driver's constructor.  Errors: n/a.
+/// Thread: thrown by the driver's constructor.  Memory ordering: n/a.
+/// Errors: n/a.
 /// Source: this project.
 class DriverUnavailable : public DriverError {
  public:
@@ -59,6 +70,9 @@ class DriverUnavailable : public DriverError {
 };
 
 /// Outcome of Driver::attach().
+///
+/// Thread: returned on the main thread.  Memory ordering: n/a.  Errors: n/a.
+/// Source: issue 3 Part 1.7 (exactly once).
 enum class AttachStatus : std::uint8_t {
   attached,     ///< the user object lives in the graph; destructor called exactly once later
   not_created,  ///< no user object exists; the destructor will never run: clean directly
@@ -66,6 +80,9 @@ enum class AttachStatus : std::uint8_t {
 };
 
 /// Result of Driver::attach(): status and, on failure, the driver's message.
+///
+/// Thread: returned on the main thread.  Memory ordering: n/a.  Errors: n/a.
+/// Source: issue 3 Part 1.7.
 struct AttachResult {
   AttachStatus status = AttachStatus::attached;  ///< what happened
   std::string message;                           ///< why it failed (empty on success)

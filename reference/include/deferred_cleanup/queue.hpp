@@ -404,7 +404,7 @@ class Queue {
 
 /// The process-wide queue slot.  Published once, never freed.
 ///
-/// Thread: any.  Memory ordering: written by publish_queue() (release CAS),
+/// Thread: any.  Never blocks.  Memory ordering: written by publish_queue() (release CAS),
 /// read by published_queue() (acquire).
 /// Errors: none.  Source: issue 3 Part 1.2.
 inline std::atomic<Queue*> g_published_queue{nullptr};

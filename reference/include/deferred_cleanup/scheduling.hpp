@@ -40,6 +40,11 @@
 namespace deferred_cleanup {
 
 /// Signature of a pending-call function: CPython's `int (*)(void*)`.
+///
+/// Thread: such a function runs on the main thread, called by the host.
+/// Memory ordering: n/a (a type).  Errors: returns 0; CPython treats -1 as
+/// "exception set".
+/// Source: Py_AddPendingCall, Include/ceval.h (v3.10.0 ... v3.14.0).
 using PendingCallFn = int (*)(void* arg);
 
 /// What the core needs from the embedding runtime.
@@ -55,15 +60,21 @@ using PendingCallFn = int (*)(void* arg);
 /// Source: Py_AddPendingCall, Python/ceval_gil.c (v3.10.0 ... v3.13.0),
 /// documented in Doc/c-api/init.rst.
 struct Host {
-  /// Schedule fn(arg) on the main thread.  @return 0 on success, -1 refused
+  /// Schedule fn(arg) on the main thread (Py_AddPendingCall).  Thread: any,
+  /// no thread state needed.  Returns 0 on success, -1 when refused.
   int (*add_pending_call)(PendingCallFn fn, void* arg);
-  /// @return true when the caller is the thread that runs drains
+  /// Whether the caller is the thread that runs drains.  Thread: any.
   bool (*is_main_thread)();
-  /// Optional test hook inside the gate window (may be nullptr).
+  /// Optional test hook inside the gate window (may be nullptr).  Thread:
+  /// the producer; may sleep (tests hold a producer here on purpose).
   void (*in_gate)(const Queue& queue);
 };
 
 /// Outcome of one scheduling attempt.
+///
+/// Thread: returned to the producer that called try_schedule().
+/// Memory ordering: n/a (a value).  Errors: n/a.
+/// Source: cuda-python PR #2371 (refusal handling); issue 3 Part 1.4.
 enum class ScheduleResult : std::uint8_t {
   scheduled,          ///< this call made the one outstanding pending call
   already_scheduled,  ///< a pending call was already outstanding

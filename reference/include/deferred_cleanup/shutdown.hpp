@@ -43,9 +43,16 @@
 namespace deferred_cleanup {
 
 /// Default bound of the gate wait in shutdown_at_exit().
+///
+/// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
+/// Source: this project (see the essay: never reached in practice).
 inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
 
 /// What the reference shutdown sequence did.
+///
+/// Thread: returned to the shutdown path on the main thread.
+/// Memory ordering: n/a (a value).  Errors: n/a.
+/// Source: DEVELOPERS.md Part 2b.
 struct ShutdownOutcome {
   bool gate_clear = false;        ///< in_flight() reached 0 within the bound
   std::uint64_t waited_us = 0;    ///< time spent waiting for the gate
