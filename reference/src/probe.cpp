@@ -342,7 +342,10 @@ int is_finalizing() {
 #endif
 }
 
-void set_marker_fd(int fd) { g_marker_fd.store(fd, std::memory_order_relaxed); }
+void set_marker_fd(int fd) {
+  // Relaxed: see g_marker_fd (written before any reader thread exists or runs).
+  g_marker_fd.store(fd, std::memory_order_relaxed);
+}
 
 int add_marker_from_foreign(long tag) {
   int rc = 0;
