@@ -18,17 +18,17 @@ from typing import Any
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 
 
-def interpreters(data: Any) -> tuple[list[dict], list[str]]:
-    """The per-interpreter results in ``data`` and the missing interpreters
-    it lists.  Accepts a list of results, or a dict holding that list under
+def interpreters(data: Any) -> tuple[list[dict], list[str], str]:
+    """The per-interpreter results in ``data``, the missing interpreters it
+    lists, and what it says about a free-threaded build ("" if nothing).  Accepts a list of results, or a dict holding that list under
     ``results``/``interpreters``/``columns`` (with ``missing`` beside it), or
     a dict of results keyed by interpreter name."""
     missing: list[str] = []
+    free_threaded = ""
     if isinstance(data, dict):
+        free_threaded = str(data.get("free_threaded") or "")
         missing = [f"{m.get('name', '?')}: {m.get('why', '?')}" if isinstance(m, dict) else str(m)
                    for m in data.get("missing", [])]
-        if data.get("free_threaded"):
-            missing.append(f"free-threaded build (Py_GIL_DISABLED): {data['free_threaded']}")
         for key in ("results", "interpreters", "columns"):
             if isinstance(data.get(key), list):
                 data = data[key]
@@ -37,7 +37,7 @@ def interpreters(data: Any) -> tuple[list[dict], list[str]]:
             data = [v for v in data.values() if isinstance(v, dict) and "fields" in v]
     if not isinstance(data, list) or not all(isinstance(r, dict) and "fields" in r for r in data):
         raise ValueError("no per-interpreter results (objects with 'interpreter' and 'fields') found")
-    return data, missing
+    return data, missing, free_threaded
 
 
 def _version(result: dict) -> tuple[int, int]:
@@ -68,7 +68,7 @@ def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
     """Return (reStructuredText, problems).  ``facts`` is the
     ``cpython_facts`` module or None (then ``facts_why`` says why; the table
     is still made, without expectations, and that is reported as a problem)."""
-    results, missing = interpreters(data)
+    results, missing, free_threaded = interpreters(data)
     problems: list[str] = []
     results = sorted(results, key=lambda r: (_version(r), bool(r["interpreter"].get("debug")),
                                              str(r["interpreter"].get("name"))))
@@ -127,6 +127,8 @@ def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
     out = [summary, ""]
     if missing:
         out += ["Interpreters the probe could not run:", ""] + [f"* {_cell(m)}" for m in missing] + [""]
+    if free_threaded:
+        out += [f"Free-threaded build (``Py_GIL_DISABLED``): {_cell(free_threaded)}.", ""]
     out += lines
     burst = [r for r in results if isinstance(r.get("reference_burst"), dict)]
     if burst:
