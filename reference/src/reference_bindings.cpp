@@ -82,10 +82,16 @@ struct GateHold {
   int passes = 0;  // producers that went through the hook while armed
 };
 GateHold g_hold;
+// Fast path: a producer that finds the hook disarmed takes no lock.  Set with
+// release by _test_arm_gate_hold after the hold parameters are written under
+// g_hold.mu; the acquire load here pairs with it (the mutex then re-checks).
+std::atomic<bool> g_hold_armed{false};
 
 void host_in_gate(const dc::Queue&) {
+  if (!g_hold_armed.load(std::memory_order_acquire)) return;  // pairs with test_arm_gate_hold's release store
   std::unique_lock<std::mutex> lk(g_hold.mu);
   if (!g_hold.armed) return;
+  g_hold_armed.store(false, std::memory_order_relaxed);  // under g_hold.mu; only a hint for the fast path
   g_hold.armed = false;
   g_hold.held = true;
   g_hold.cv.notify_all();
@@ -363,6 +369,7 @@ void backstop() {
     std::lock_guard<std::mutex> lk(g_hold.mu);
     g_hold.released = true;
     g_hold.armed = false;
+    g_hold_armed.store(false, std::memory_order_relaxed);  // under g_hold.mu; fast-path hint only
   }
   g_hold.cv.notify_all();
   std::uint64_t waited = 0;
@@ -438,6 +445,7 @@ void test_arm_gate_hold(py::object hold_ms) {
   g_hold.held = false;
   g_hold.until_release = hold_ms.is_none();
   g_hold.hold = std::chrono::milliseconds(hold_ms.is_none() ? 0 : hold_ms.cast<long>());
+  g_hold_armed.store(true, std::memory_order_release);  // pairs with host_in_gate's acquire load
 }
 
 bool test_wait_gate_held(double timeout_s) {
@@ -483,83 +491,160 @@ void register_reference(py::module_& m) {
   py::register_exception<NotMainThreadError>(m, "NotMainThreadError", PyExc_RuntimeError);
   py::register_exception<GraphDestroyedError>(m, "GraphDestroyedError", PyExc_RuntimeError);
 
-  m.def("variant", [] { return queue().variant() == dc::Variant::seed ? "seed" : "reference"; });
-  m.def("stats", [] {
-    entry();
-    return counters();
-  });
-  m.def("counters", &counters);
-  m.def("drain_now", [] {
-    if (!host_is_main_thread()) throw NotMainThreadError("drain_now() may only be called on the main thread");
-    if (!queue().host_alive()) throw ShutdownError("deferred_cleanup has shut down: nothing is drained any more");
-    if (queue().draining()) return std::size_t{0};
-    queue().stats.direct_drains.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    return dc::drain_all(queue());
-  });
-  m.def("poll", [] {
-    dc::EntryAction a = dc::drain_at_entry(queue());
-    return a == dc::EntryAction::drained ? "drained" : a == dc::EntryAction::rescheduled ? "rescheduled" : "nothing";
-  });
-  m.def("_shutdown", &python_shutdown);
-  m.def("_atexit_registered", [] { return g_atexit_rc == 0; });
-  m.def("last_cleanup_ns", [] { return g_last_cleanup_ns.load(std::memory_order_relaxed); });
-  m.def("now_ns", &now_ns);
-  m.def("destructor_threads", [] { return std::vector<unsigned long>(g_destructor_threads.begin(), g_destructor_threads.end()); });
-  m.def("_test_reset_destructor_threads", [] { g_destructor_threads.clear(); });
-  m.def("_test_saturate", &test_saturate, py::arg("driver"), py::arg("threads") = 8, py::arg("max_fill") = 4096);
-  m.def("_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed); });
-  m.def("_test_arm_gate_hold", &test_arm_gate_hold, py::arg("hold_ms") = py::none());
-  m.def("_test_wait_gate_held", &test_wait_gate_held, py::arg("timeout_s") = 10.0);
-  m.def("_test_release_gate", &test_release_gate);
+  m.def("variant", [] { return queue().variant() == dc::Variant::seed ? "seed" : "reference"; },
+        "variant() -> str\n\nReturns 'reference' or 'seed' (fixed at import). Raises nothing.");
+  m.def(
+      "stats",
+      [] {
+        entry();
+        return counters();
+      },
+      "stats() -> dict\n\nAn entry point (drains directly on the main thread of the reference), then the "
+      "counters; see deferred_cleanup.stats. Raises nothing.");
+  m.def("counters", &counters,
+        "counters() -> dict\n\nThe counters as a relaxed snapshot; not an entry point. Raises nothing.");
+  m.def(
+      "drain_now",
+      [] {
+        if (!host_is_main_thread()) throw NotMainThreadError("drain_now() may only be called on the main thread");
+        if (!queue().host_alive()) throw ShutdownError("deferred_cleanup has shut down: nothing is drained any more");
+        if (queue().draining()) return std::size_t{0};
+        queue().stats.direct_drains.fetch_add(1, std::memory_order_relaxed);  // statistics only
+        return dc::drain_all(queue());
+      },
+      "drain_now() -> int\n\nRun every queued cleanup on the main thread; returns the number run.\n"
+      "Raises NotMainThreadError off the main thread, ShutdownError after shutdown.");
+  m.def(
+      "poll",
+      [] {
+        dc::EntryAction a = dc::drain_at_entry(queue());
+        return a == dc::EntryAction::drained ? "drained" : a == dc::EntryAction::rescheduled ? "rescheduled" : "nothing";
+      },
+      "poll() -> str\n\nThe entry-point step alone: 'drained', 'rescheduled' or 'nothing'. Raises nothing.");
+  m.def("_shutdown", &python_shutdown,
+        "_shutdown() -> dict\n\nThe reference shutdown sequence (atexit hook): close, wait the gate, final "
+        "drain, host dead. Returns gate_clear (bool), waited_us (int, microseconds), final_drained (int).");
+  m.def("_atexit_registered", [] { return g_atexit_rc == 0; },
+        "_atexit_registered() -> bool\n\nWhether Py_AtExit accepted the backstop.");
+  m.def("last_cleanup_ns", [] { return g_last_cleanup_ns.load(std::memory_order_relaxed); },
+        "last_cleanup_ns() -> int\n\nsteady_clock time (ns) of the last cleanup, 0 if none.");
+  m.def("now_ns", &now_ns, "now_ns() -> int\n\nsteady_clock time in ns (the clock of last_cleanup_ns).");
+  m.def(
+      "destructor_threads",
+      [] { return std::vector<unsigned long>(g_destructor_threads.begin(), g_destructor_threads.end()); },
+      "destructor_threads() -> list[int]\n\nDistinct pthread ids of the threads that ran the destructors of "
+      "cleaned payloads (since the last reset).");
+  m.def("_test_reset_destructor_threads", [] { g_destructor_threads.clear(); },
+        "_test_reset_destructor_threads() -> None\n\nForget the recorded destructor threads.");
+  m.def("_test_saturate", &test_saturate, py::arg("driver"), py::arg("threads") = 8, py::arg("max_fill") = 4096,
+        "_test_saturate(driver: SimulatedDriver, threads: int = 8, max_fill: int = 4096) -> dict\n\n"
+        "With the main thread kept in C++ (no pending call can run), fill CPython's pending-call ring from a "
+        "foreign thread (at most max_fill calls plus one that must be refused), then release the driver's held "
+        "destructor calls from `threads` threads and wait for them (30 s bound). Returns filled (int), "
+        "refused_rc (int), released (int), idle (bool), before and after (counter dicts).");
+  m.def("_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed); },
+        "_test_noop_runs() -> int\n\nHow many of _test_saturate's no-op pending calls have run.");
+  m.def("_test_arm_gate_hold", &test_arm_gate_hold, py::arg("hold_ms") = py::none(),
+        "_test_arm_gate_hold(hold_ms: int | None = None) -> None\n\nHold the next producer that passes the "
+        "gate check for hold_ms milliseconds, or (None) until _test_release_gate() or the Py_AtExit backstop "
+        "releases it (20 s safety bound).");
+  m.def("_test_wait_gate_held", &test_wait_gate_held, py::arg("timeout_s") = 10.0,
+        "_test_wait_gate_held(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until a producer is "
+        "held in the gate; False on timeout.");
+  m.def("_test_release_gate", &test_release_gate,
+        "_test_release_gate() -> None\n\nRelease a producer held by _test_arm_gate_hold.");
 
-  py::class_<dc::Driver, std::shared_ptr<dc::Driver>>(m, "Driver")
-      .def_property_readonly("name", [](const dc::Driver& d) { return std::string(d.name()); })
-      .def("create_graph", &create_graph);
+  py::class_<dc::Driver, std::shared_ptr<dc::Driver>>(m, "Driver",
+                                                      "Base class of the drivers (the C++ seam driver.hpp).")
+      .def_property_readonly(
+          "name", [](const dc::Driver& d) { return std::string(d.name()); }, "str: 'simulated' or 'cuda'.")
+      .def("create_graph", &create_graph,
+           "create_graph() -> Graph\n\nAn entry point; creates an empty graph. Raises DriverError.");
 
-  py::class_<dc::SimulatedDriver, dc::Driver, std::shared_ptr<dc::SimulatedDriver>>(m, "SimulatedDriver")
+  py::class_<dc::SimulatedDriver, dc::Driver, std::shared_ptr<dc::SimulatedDriver>>(
+      m, "SimulatedDriver",
+      "SimulatedDriver()\n\nReference-counted user objects whose destructors run on a dedicated native "
+      "thread with no Python thread state, plus test controls (hold, burst release, failure injection).")
       .def(py::init([] {
         entry();
         auto d = std::make_shared<dc::SimulatedDriver>();
         std::lock_guard<std::mutex> lk(g_drivers_mu);
+        std::erase_if(g_sim_drivers, [](const std::weak_ptr<dc::SimulatedDriver>& w) { return w.expired(); });
         g_sim_drivers.emplace_back(d);
         return d;
       }))
-      .def("set_hold", &dc::SimulatedDriver::set_hold, py::arg("hold"))
-      .def_property_readonly("held", &dc::SimulatedDriver::held)
-      .def("release", &dc::SimulatedDriver::release, py::arg("threads") = 8)
+      .def("set_hold", &dc::SimulatedDriver::set_hold, py::arg("hold"),
+           "set_hold(hold: bool) -> None\n\nHold destructor calls back (True) or deliver them (False); "
+           "turning holding off does not release what is held. Raises nothing.")
+      .def_property_readonly("held", &dc::SimulatedDriver::held, "int: destructor calls held back now.")
+      .def("release", &dc::SimulatedDriver::release, py::arg("threads") = 8,
+           "release(threads: int = 8) -> int\n\nRelease every held destructor call in one burst from `threads` "
+           "native threads (at least 1) that start together at a barrier; returns at once with the number "
+           "released. Raises nothing.")
       .def(
           "wait_idle",
           [](dc::SimulatedDriver& d, double timeout_s) {
             py::gil_scoped_release nogil;
             return d.wait_idle(std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
           },
-          py::arg("timeout_s") = 10.0)
-      .def("fail_next_creates", &dc::SimulatedDriver::fail_next_creates, py::arg("n"))
-      .def("fail_next_retains", &dc::SimulatedDriver::fail_next_retains, py::arg("n"))
-      .def_property_readonly("last_release_ns", &dc::SimulatedDriver::last_release_ns)
-      .def_property_readonly("delivered", &dc::SimulatedDriver::delivered)
+          py::arg("timeout_s") = 10.0,
+          "wait_idle(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until every due destructor call "
+          "returned; False on timeout (seconds). Not an entry point. Raises nothing.")
+      .def("fail_next_creates", &dc::SimulatedDriver::fail_next_creates, py::arg("n"),
+           "fail_next_creates(n: int) -> None\n\nThe next n attach() calls fail before a user object exists "
+           "(the payload is cleaned directly and DriverError raised).")
+      .def("fail_next_retains", &dc::SimulatedDriver::fail_next_retains, py::arg("n"),
+           "fail_next_retains(n: int) -> None\n\nThe next n attach() calls create the user object, then fail "
+           "to hand it to the graph (its destructor fires; DriverError raised).")
+      .def_property_readonly("last_release_ns", &dc::SimulatedDriver::last_release_ns,
+                             "int: steady_clock time (ns) at which the last burst passed its barrier, or 0.")
+      .def_property_readonly("delivered", &dc::SimulatedDriver::delivered,
+                             "int: destructor calls delivered so far.")
       .def(
           "_test_release_at_exit",
           [](const std::shared_ptr<dc::SimulatedDriver>& d, int threads) {
             std::lock_guard<std::mutex> lk(g_drivers_mu);
             g_release_at_exit.emplace_back(d, threads);
           },
-          py::arg("threads") = 4);
+          py::arg("threads") = 4,
+          "_test_release_at_exit(threads: int = 4) -> None\n\nKeep this driver alive until the Py_AtExit "
+          "backstop, which releases its held destructor calls from `threads` threads after finalization and "
+          "waits for them.");
 
-  py::class_<CudaDriverBox, dc::Driver, std::shared_ptr<CudaDriverBox>>(m, "CudaDriver")
+  py::class_<CudaDriverBox, dc::Driver, std::shared_ptr<CudaDriverBox>>(
+      m, "CudaDriver",
+      "CudaDriver()\n\nThe CUDA driver API, opened at run time (dlopen libcuda.so.1, cuGetProcAddress), on "
+      "device 0's primary context. Raises DriverUnavailable naming the reason (no cuda.h at build time, no "
+      "libcuda, cuInit failure, no device).")
       .def(py::init([] {
         entry();
         return std::make_shared<CudaDriverBox>();
       }))
-      .def_property_readonly("driver_version", [](const CudaDriverBox& d) { return d.info().driver_version; })
-      .def_property_readonly("device_name", [](const CudaDriverBox& d) { return d.info().device_name; });
+      .def_property_readonly(
+          "driver_version", [](const CudaDriverBox& d) { return d.info().driver_version; },
+          "int: cuDriverGetVersion (e.g. 12080 for 12.8).")
+      .def_property_readonly(
+          "device_name", [](const CudaDriverBox& d) { return d.info().device_name; }, "str: cuDeviceGetName of device 0.");
 
-  py::class_<PyGraph>(m, "Graph")
-      .def("attach", &graph_attach, py::arg("obj"), py::arg("finalizer") = py::none())
-      .def("instantiate", &graph_instantiate)
-      .def("destroy", &graph_destroy)
-      .def_property_readonly("destroyed", [](const PyGraph& g) { return g.destroyed; })
-      .def_property_readonly("attached", [](const PyGraph& g) { return g.attached; });
+  py::class_<PyGraph>(m, "Graph", "A graph of a driver; created by Driver.create_graph().")
+      .def("attach", &graph_attach, py::arg("obj"), py::arg("finalizer") = py::none(),
+           "attach(obj: object, finalizer: Callable[[object], None] | None = None) -> None\n\n"
+           "An entry point. Keep obj alive until this graph's new user object dies; then, on the main thread, "
+           "call finalizer(obj) (errors go to sys.unraisablehook) and drop obj.\n"
+           "Raises GraphDestroyedError (graph destroyed), ShutdownError (interpreter exiting), TypeError "
+           "(finalizer not callable): obj is not retained. DriverError: creation failed (obj released directly) "
+           "or the hand-over failed (obj released through the destructor).")
+      .def("instantiate", &graph_instantiate,
+           "instantiate() -> None\n\nAn entry point. Instantiate the graph (CUDA: and launch it once, without "
+           "waiting). Raises GraphDestroyedError, DriverError.")
+      .def("destroy", &graph_destroy,
+           "destroy() -> None\n\nAn entry point. Destroy the graph; user objects whose last reference goes "
+           "away have their destructors called by the driver. Raises GraphDestroyedError when called twice, "
+           "DriverError.")
+      .def_property_readonly(
+          "destroyed", [](const PyGraph& g) { return g.destroyed; }, "bool: destroy() was called.")
+      .def_property_readonly(
+          "attached", [](const PyGraph& g) { return g.attached; }, "int: objects attached successfully.");
 }
 
 }  // namespace deferred_cleanup::bindings
