@@ -169,7 +169,9 @@ OK_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40">'
 
 
 @pytest.fixture
-def bad_site(tmp_path) -> Path:
+def bad_site(site, tmp_path) -> Path:
+    """A two-page site with one of each browser-visible fault.  Depends on
+    ``site`` only so that tools/docs.sh has installed chromium first."""
     (tmp_path / "_images").mkdir()
     (tmp_path / "bad.html").write_text(BAD_PAGE)
     (tmp_path / "good.html").write_text(GOOD_PAGE)
