@@ -45,7 +45,7 @@ SimulatedDriver::~SimulatedDriver() {
 
 void SimulatedDriver::unref(UserObject* uo) {
   // Relaxed is enough: every reference change happens under mu_.
-  if (uo->refs.fetch_sub(1, std::memory_order_relaxed) != 1) return;
+  if (uo->refs.fetch_sub(1, std::memory_order_relaxed) != 1) return;  // ordered by mu_, not by this atomic
   if (hold_) {
     held_.push_back(uo);
     return;

@@ -66,9 +66,13 @@ class SimulatedDriver final : public Driver {
   void fail_next_retains(int n);
   /// steady_clock time (ns) at which the last burst's threads passed the
   /// barrier, or 0.
-  std::int64_t last_release_ns() const { return last_release_ns_.load(std::memory_order_acquire); }
+  std::int64_t last_release_ns() const {
+    return last_release_ns_.load(std::memory_order_acquire);  // pairs with the burst barrier's release store
+  }
   /// Destructor calls delivered so far.
-  std::uint64_t delivered() const { return delivered_.load(std::memory_order_acquire); }
+  std::uint64_t delivered() const {
+    return delivered_.load(std::memory_order_acquire);  // pairs with the release increment after each destructor
+  }
 
  private:
   struct UserObject {

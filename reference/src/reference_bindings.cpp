@@ -205,6 +205,7 @@ py::dict counters() {
   dc::Queue& q = queue();
   const dc::Stats& s = q.stats;
   py::dict d;
+  // statistics only: relaxed snapshot, synchronizes with nothing
   auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   d["variant"] = q.variant() == dc::Variant::seed ? "seed" : "reference";
   d["created"] = r(s.created);
@@ -221,6 +222,7 @@ py::dict counters() {
   d["retries"] = r(s.retries);
   d["leaked_at_shutdown"] = r(s.leaked_at_shutdown);
   d["gate_timeouts"] = r(s.gate_timeouts);
+  // statistics only (relaxed snapshot)
   d["cleanups_on_main"] = g_cleanups_on_main.load(std::memory_order_relaxed);
   d["cleanups_off_main"] = g_cleanups_off_main.load(std::memory_order_relaxed);
   d["destructors_on_main"] = g_destructors_on_main.load(std::memory_order_relaxed);
@@ -337,7 +339,9 @@ const char* kStatsKeys[] = {"created", "enqueued", "enqueued_late", "cleaned", "
                             "gate_timeouts"};
 
 void write_stats_json(const char* path, std::uint64_t in_flight_at_backstop) {
-  // Plain C stdio: the interpreter is gone.
+  // Plain C stdio: the interpreter is gone.  Counter loads are relaxed
+  // snapshots (statistics only); the backstop runs after every producer it
+  // waited for.
   FILE* f = std::fopen(path, "w");
   if (f == nullptr) return;
   const dc::Stats& s = queue().stats;
@@ -347,7 +351,7 @@ void write_stats_json(const char* path, std::uint64_t in_flight_at_backstop) {
                                              &s.direct_drains, &s.retries, &s.leaked_at_shutdown, &s.gate_timeouts};
   std::fprintf(f, "{\"variant\": \"%s\"", queue().variant() == dc::Variant::seed ? "seed" : "reference");
   for (std::size_t i = 0; i < sizeof vals / sizeof vals[0]; ++i)
-    std::fprintf(f, ", \"%s\": %llu", kStatsKeys[i], static_cast<unsigned long long>(vals[i]->load(std::memory_order_relaxed)));
+    std::fprintf(f, ", \"%s\": %llu", kStatsKeys[i], static_cast<unsigned long long>(vals[i]->load(std::memory_order_relaxed)));  // statistics only
   std::fprintf(f, ", \"cleanups_after_shutdown\": %llu",
                static_cast<unsigned long long>(g_cleanups_after_shutdown.load(std::memory_order_relaxed)));
   std::fprintf(f, ", \"cleanups_off_main\": %llu",
@@ -362,7 +366,7 @@ void write_stats_json(const char* path, std::uint64_t in_flight_at_backstop) {
 void backstop() {
   dc::Queue& q = queue();
   q.close();  // the seed's only shutdown step; already done by the reference hook
-  g_shutdown_done.store(true, std::memory_order_relaxed);
+  g_shutdown_done.store(true, std::memory_order_relaxed);  // read by py_cleanup on this same (main) thread: program order
   // Test hook: a producer held inside the gate is released now, after
   // finalization, and we wait for it to leave the gate (bounded).
   {
@@ -397,7 +401,7 @@ void backstop() {
 py::dict python_shutdown() {
   // Reference only: registered with `atexit` by deferred_cleanup/__init__.py.
   dc::ShutdownOutcome out = dc::shutdown_at_exit(queue(), dc::kDefaultGateBound);
-  g_shutdown_done.store(true, std::memory_order_relaxed);
+  g_shutdown_done.store(true, std::memory_order_relaxed);  // read by py_cleanup on this same (main) thread: program order
   py::dict d;
   d["gate_clear"] = out.gate_clear;
   d["waited_us"] = out.waited_us;
@@ -408,7 +412,7 @@ py::dict python_shutdown() {
 // ---------------------------------------------------------------- test hooks
 
 int noop_pending(void*) {
-  g_noop_runs.fetch_add(1, std::memory_order_relaxed);
+  g_noop_runs.fetch_add(1, std::memory_order_relaxed);  // statistics only; read by _test_noop_runs on the main thread
   return 0;
 }
 
@@ -526,7 +530,7 @@ void register_reference(py::module_& m) {
         "drain, host dead. Returns gate_clear (bool), waited_us (int, microseconds), final_drained (int).");
   m.def("_atexit_registered", [] { return g_atexit_rc == 0; },
         "_atexit_registered() -> bool\n\nWhether Py_AtExit accepted the backstop.");
-  m.def("last_cleanup_ns", [] { return g_last_cleanup_ns.load(std::memory_order_relaxed); },
+  m.def("last_cleanup_ns", [] { return g_last_cleanup_ns.load(std::memory_order_relaxed);  /* statistics only */ },
         "last_cleanup_ns() -> int\n\nsteady_clock time (ns) of the last cleanup, 0 if none.");
   m.def("now_ns", &now_ns, "now_ns() -> int\n\nsteady_clock time in ns (the clock of last_cleanup_ns).");
   m.def(
@@ -542,7 +546,7 @@ void register_reference(py::module_& m) {
         "foreign thread (at most max_fill calls plus one that must be refused), then release the driver's held "
         "destructor calls from `threads` threads and wait for them (30 s bound). Returns filled (int), "
         "refused_rc (int), released (int), idle (bool), before and after (counter dicts).");
-  m.def("_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed); },
+  m.def("_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed);  /* statistics only */ },
         "_test_noop_runs() -> int\n\nHow many of _test_saturate's no-op pending calls have run.");
   m.def("_test_arm_gate_hold", &test_arm_gate_hold, py::arg("hold_ms") = py::none(),
         "_test_arm_gate_hold(hold_ms: int | None = None) -> None\n\nHold the next producer that passes the "
