@@ -58,10 +58,11 @@ class _Page(html.parser.HTMLParser):
         for key in ("id", "name"):
             if a.get(key):
                 self.ids.add(a[key])
-        for attr in ("href", "src", "data"):
-            if a.get(attr) is not None and not (tag == "link" and attr == "href" and
-                                                 a.get("rel") in ("canonical",)):
-                self.refs.append((tag, attr, a[attr]))
+        for attr, value in a.items():
+            # href, src, data; in SVG also xlink:href (any namespace prefix)
+            if value is not None and (attr in ("href", "src", "data") or attr.endswith(":href")):
+                if not (tag == "link" and a.get("rel") == "canonical"):
+                    self.refs.append((tag.split(":")[-1], attr.split(":")[-1], value))
 
 
 def _parse(path: Path) -> _Page:
@@ -87,7 +88,8 @@ def check_links(html_dir: Path) -> list[str]:
             parsed[path] = _parse(path)
         return parsed[path]
 
-    for src in html_pages(html_dir):
+    # Pages, and the diagrams' SVG files, whose nodes may link to pages.
+    for src in html_pages(html_dir) + sorted((html_dir / "_images").glob("*.svg")):
         rel_src = src.relative_to(html_dir)
         for tag, attr, url in page(src).refs:
             parts = urllib.parse.urlsplit(url)
@@ -137,7 +139,7 @@ for (const el of document.querySelectorAll('img.graphviz, object.graphviz, div.g
   } else {
     const doc = el.contentDocument, svg = doc && doc.documentElement;
     let bw = 0, bh = 0;
-    if (svg && svg.tagName.toLowerCase() === 'svg' && svg.getBBox) { const b = svg.getBBox(); bw = b.width; bh = b.height; }
+    if (svg && svg.localName === 'svg' && svg.getBBox) { const b = svg.getBBox(); bw = b.width; bh = b.height; }
     ok = ok && bw > 0 && bh > 0;
     why += ` svg bbox ${bw}x${bh}`;
   }

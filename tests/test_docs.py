@@ -163,6 +163,8 @@ GOOD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>good</tit
 <link rel="icon" href="data:,"></head><body>
 <h1 id="here">fine</h1><object class="graphviz" type="image/svg+xml" data="_images/ok.svg"></object>
 </body></html>"""
+LINKED_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="60" '
+              'height="20"><a xlink:href="../from-svg-nowhere.html"><text y="15">x</text></a></svg>')
 EMPTY_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="0" height="0"></svg>'
 OK_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40">'
           '<rect x="2" y="2" width="100" height="30" fill="#ccc"/></svg>')
@@ -177,6 +179,7 @@ def bad_site(site, tmp_path) -> Path:
     (tmp_path / "good.html").write_text(GOOD_PAGE)
     (tmp_path / "_images" / "empty.svg").write_text(EMPTY_SVG)
     (tmp_path / "_images" / "ok.svg").write_text(OK_SVG)
+    (tmp_path / "_images" / "linked.svg").write_text(LINKED_SVG)
     return tmp_path
 
 
@@ -202,6 +205,7 @@ def test_link_check_catches_dangling_links(bad_site):
     assert any("missing anchor: good.html#no-such-anchor" in p for p in problems), problems
     assert any("off-site resource: https://cdn.example.com/lib.js" in p for p in problems), problems
     assert any("missing file: _images/missing.svg" in p for p in problems), problems
+    assert any("_images/linked.svg" in p and "missing file: ../from-svg-nowhere.html" in p for p in problems), problems
     assert not any("good.html#here" in p for p in problems), problems
 
 

@@ -251,6 +251,53 @@ class DoxygenHeader(SphinxDirective):
         return container.children
 
 
+# --------------------------------------------------------------- include graph
+def include_graph_dot(xml_dir: Path) -> str:
+    """Graphviz code of the headers' ``#include`` graph, read from Doxygen's
+    file compounds: an edge A -> B when A.hpp includes B.hpp."""
+    import xml.etree.ElementTree as ET
+
+    index = ET.parse(xml_dir / "index.xml").getroot()
+    names, edges = [], []
+    for comp in index.findall("compound"):
+        if comp.get("kind") != "file":
+            continue
+        root = ET.parse(xml_dir / f"{comp.get('refid')}.xml").getroot().find("compounddef")
+        name = root.findtext("compoundname")
+        if not name.endswith(".hpp"):
+            continue
+        names.append(name)
+        for inc in root.findall("includes"):
+            if inc.get("refid"):
+                edges.append((name, Path(inc.text).name))
+    out = ["digraph includes {", "rankdir=BT; bgcolor=transparent; nodesep=0.3; ranksep=0.4;",
+           'node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontsize=12];',
+           'edge [color="#5b6b7b", arrowsize=0.7];']
+    out += [f'"{n}" [href="../api/cpp.html#{n.replace(".", "-")}", target="_top"];' for n in sorted(names)]
+    out += [f'"{a}" -> "{b}";' for a, b in sorted(set(edges))]
+    out.append("}")
+    return "\n".join(out)
+
+
+class IncludeGraph(SphinxDirective):
+    """``.. include-graph::``: the headers and which includes which."""
+
+    has_content = False
+    option_spec = {"alt": directives.unchanged, "caption": directives.unchanged}
+
+    def run(self):
+        from sphinx.ext.graphviz import figure_wrapper, graphviz
+
+        xml_dir = Path(self.config.breathe_projects[self.config.breathe_default_project])
+        node = graphviz()
+        node["code"] = include_graph_dot(xml_dir)
+        node["options"] = {"docname": self.env.docname}
+        node["alt"] = self.options.get("alt", "the headers' include graph")
+        if "caption" in self.options:
+            return [figure_wrapper(self, node, self.options["caption"])]
+        return [node]
+
+
 # --------------------------------------------------------------- sequence diagrams
 SEQ_LANE = re.compile(r"^lane\s+(?P<key>\w+)\s*:\s*(?P<label>.+)$")
 SEQ_MSG = re.compile(r"^(?P<a>\w+)\s*->\s*(?P<b>\w+)\s*:\s*(?P<text>.+)$")
@@ -367,6 +414,7 @@ def setup(app: Sphinx):
     app.add_directive("component-quotes", ComponentQuotes)
     app.add_directive("sequence", Sequence)
     app.add_directive("doxygen-header", DoxygenHeader)
+    app.add_directive("include-graph", IncludeGraph)
     app.connect("missing-reference", resolve_header_links)
     app.connect("autodoc-process-docstring", raises_nothing, priority=400)  # before napoleon (500)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
