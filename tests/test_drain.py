@@ -37,6 +37,31 @@ def test_ten_thousand_callbacks_from_eight_threads(dc, delta, recorder, wait):
     assert d("cleanups_off_main") == 0
 
 
+def test_no_lost_wakeup_over_many_racing_bursts(dc, delta, wait):
+    """Producers race with running drains (push/claim vs clear/take).  The main
+    thread only sleeps, so every round must finish through pending calls
+    alone: a lost wakeup would leave the round's last items queued forever."""
+    import random
+
+    rng = random.Random(95820)
+    driver = dc.SimulatedDriver()
+    total = 0
+    d = delta()
+    for _ in range(150):
+        n = rng.randint(1, 300)
+        g = driver.create_graph()
+        for i in range(n):
+            g.attach(i)
+        driver.set_hold(True)
+        g.destroy()
+        driver.release(rng.randint(1, 8))
+        total += n
+        assert wait(lambda: d("cleaned") == total, timeout_s=10.0), f"lost wakeup: {total - d('cleaned')} stuck"
+    assert driver.wait_idle(10.0)
+    assert d("schedule_failures") == 0
+    assert d("pending_calls") <= d("drain_cycles") + (1 if dc.counters()["scheduled"] else 0)
+
+
 def test_raising_finalizer_goes_to_unraisablehook_and_drain_continues(dc, recorder, wait, monkeypatch):
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u))
