@@ -72,13 +72,36 @@ def _parse(path: Path) -> _Page:
 
 
 def html_pages(html_dir: Path) -> list[Path]:
-    """Every page of the site (``.html`` outside ``_static``/``_images``)."""
+    """Every page of the site.
+
+    Args:
+        html_dir (pathlib.Path): the built site (``build/docs/html``).
+
+    Returns:
+        list[pathlib.Path]: the ``.html`` files outside ``_static``,
+        ``_images`` and ``_sources``, sorted.
+
+    Raises:
+        Nothing (a missing directory gives an empty list).
+    """
     return sorted(p for p in Path(html_dir).rglob("*.html")
                   if not {"_static", "_images", "_sources"} & set(p.relative_to(html_dir).parts))
 
 
 def check_links(html_dir: Path) -> list[str]:
-    """Dangling internal links and off-site resources, one line each."""
+    """Dangling internal links and off-site resources.
+
+    Args:
+        html_dir (pathlib.Path): the built site.
+
+    Returns:
+        list[str]: one line per problem, ``PAGE: what``; empty when every
+        internal ``href``/``src``/``data`` (pages and diagram SVGs) names an
+        existing file and anchor, and no page loads a resource off the site.
+
+    Raises:
+        OSError: a page cannot be read.
+    """
     html_dir = Path(html_dir).resolve()
     problems: list[str] = []
     parsed: dict[Path, _Page] = {}
@@ -121,7 +144,19 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 def serve(html_dir: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    """Serve html_dir on 127.0.0.1 at an ephemeral port; returns (server, base URL)."""
+    """Serve a directory over HTTP on the loopback interface.
+
+    Args:
+        html_dir (pathlib.Path): the directory to serve.
+
+    Returns:
+        tuple: the running ``ThreadingHTTPServer`` (call ``shutdown()`` and
+        ``server_close()`` when done) and its base URL (str,
+        ``http://127.0.0.1:PORT/``, an ephemeral port).
+
+    Raises:
+        OSError: no port could be bound.
+    """
     handler = functools.partial(_QuietHandler, directory=str(html_dir))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, name="docs-http", daemon=True).start()
@@ -161,8 +196,25 @@ def _wait_loaded(driver, timeout_s: float = 20.0) -> None:
 
 
 def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s: float = 30.0) -> tuple[list[str], dict]:
-    """Open every page in headless Chromium.  Returns (problems, stats) where
-    stats counts pages, requests and diagrams per page."""
+    """Open every page in headless Chromium and report what went wrong.
+
+    Args:
+        html_dir (pathlib.Path): the built site.
+        pages (list[pathlib.Path] | None): pages to open; default every page
+            (:func:`html_pages`).
+        timeout_s (float): page-load timeout per page, in seconds.
+
+    Returns:
+        tuple: ``problems`` (list[str], one line per console error, external
+        request, failed request or unrendered diagram; empty when clean) and
+        ``stats`` (dict: ``pages`` opened (int), ``requests`` seen (int),
+        ``diagrams`` (dict, page -> number of diagrams found)).
+
+    Raises:
+        FileNotFoundError: chromium or chromedriver is not installed.
+        selenium.common.exceptions.WebDriverException: the browser could not
+            be started or a page did not load within ``timeout_s``.
+    """
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -232,6 +284,17 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Command line: ``python docs/check_site.py HTML_DIR [--no-browser]``.
+
+    Args:
+        argv (list[str] | None): arguments; default ``sys.argv[1:]``.
+
+    Returns:
+        int: 0 when no problem was found, 1 otherwise.
+
+    Raises:
+        SystemExit: bad arguments (argparse).
+    """
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

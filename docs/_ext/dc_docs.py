@@ -176,8 +176,21 @@ BREATHE_KIND = {"struct": "doxygenstruct", "class": "doxygenclass", "union": "do
 
 
 def header_symbols(xml_dir: Path, header: str) -> list[tuple[str, str, str]]:
-    """(breathe directive, qualified name, argsstring) for each declaration
-    whose Doxygen location is ``deferred_cleanup/<header>``, in source order."""
+    """The declarations Doxygen found in one header.
+
+    Args:
+        xml_dir (pathlib.Path): Doxygen's XML output directory.
+        header (str): the header's file name, e.g. ``queue.hpp``.
+
+    Returns:
+        list[tuple[str, str, str]]: (Breathe directive, qualified name,
+        argument string) for each class, struct, function, typedef, enum and
+        variable located in ``deferred_cleanup/<header>``, in source order;
+        overloaded functions get their argument list in the name.
+
+    Raises:
+        OSError, xml.etree.ElementTree.ParseError: unreadable XML.
+    """
     import xml.etree.ElementTree as ET
 
     want = f"deferred_cleanup/{header}"
@@ -253,8 +266,19 @@ class DoxygenHeader(SphinxDirective):
 
 # --------------------------------------------------------------- include graph
 def include_graph_dot(xml_dir: Path) -> str:
-    """Graphviz code of the headers' ``#include`` graph, read from Doxygen's
-    file compounds: an edge A -> B when A.hpp includes B.hpp."""
+    """The headers' ``#include`` graph as graphviz code.
+
+    Args:
+        xml_dir (pathlib.Path): Doxygen's XML output directory.
+
+    Returns:
+        str: a digraph with one node per header (linking to its section of
+        the C++ API page) and an edge A -> B when A includes B, read from
+        Doxygen's file compounds.
+
+    Raises:
+        OSError, xml.etree.ElementTree.ParseError: unreadable XML.
+    """
     import xml.etree.ElementTree as ET
 
     index = ET.parse(xml_dir / "index.xml").getroot()
@@ -308,9 +332,21 @@ def _dot_str(s: str) -> str:
 
 
 def sequence_to_dot(lines: list[str]) -> str:
-    """Lines ``lane KEY: Label`` (``\\n`` breaks a label) then ``A -> B: text``
-    (``A -> A`` is a step within one lane).  Returns graphviz code laid out by
-    neato with every node pinned: lanes are columns, messages are rows."""
+    """Turn a sequence description into graphviz code.
+
+    Args:
+        lines (list[str]): ``lane KEY: Label`` lines (``\\n`` breaks a
+            label), then ``A -> B: text`` messages (``A -> A`` is a step
+            within one lane); blank lines and ``#`` comments are skipped.
+
+    Returns:
+        str: graphviz code laid out by neato with every node pinned: lanes
+        are columns (2.5 inches apart), messages are rows, top to bottom.
+
+    Raises:
+        ValueError: a line that is neither, or a message naming an unknown
+        lane.
+    """
     lanes: list[tuple[str, str]] = []
     msgs: list[tuple[str, str, str]] = []
     for raw in lines:

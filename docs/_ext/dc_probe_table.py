@@ -19,10 +19,23 @@ REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 
 
 def interpreters(data: Any) -> tuple[list[dict], list[str], str]:
-    """The per-interpreter results in ``data``, the missing interpreters it
-    lists, and what it says about a free-threaded build ("" if nothing).  Accepts a list of results, or a dict holding that list under
-    ``results``/``interpreters``/``columns`` (with ``missing`` beside it), or
-    a dict of results keyed by interpreter name."""
+    """Find the per-interpreter results in the probe's JSON.
+
+    Args:
+        data: the parsed JSON: a list of results, or a dict holding that list
+            under ``interpreters`` (what ``deferred_cleanup.report`` writes),
+            ``results`` or ``columns`` with ``missing`` and ``free_threaded``
+            beside it, or a dict of results keyed by interpreter name.
+
+    Returns:
+        tuple: the results (list[dict], each with ``interpreter`` and
+        ``fields``), the missing interpreters (list[str], ``"name: why"``),
+        and what the file says about a free-threaded build (str, "" if
+        nothing).
+
+    Raises:
+        ValueError: no per-interpreter results found.
+    """
     missing: list[str] = []
     free_threaded = ""
     if isinstance(data, dict):
@@ -65,9 +78,23 @@ def _label(field: str, i: int) -> str:
 
 
 def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
-    """Return (reStructuredText, problems).  ``facts`` is the
-    ``cpython_facts`` module or None (then ``facts_why`` says why; the table
-    is still made, without expectations, and that is reported as a problem)."""
+    """Make the version table.
+
+    Args:
+        data: the parsed probe JSON (see :func:`interpreters`).
+        facts: the ``deferred_cleanup.cpython_facts`` module, or None when it
+            cannot be imported (the table is then made without expectations,
+            and that is reported as a problem).
+        facts_why (str): why ``facts`` is None.
+
+    Returns:
+        tuple: the reStructuredText (str) and the problems (list[str]: a
+        CPython version 3.10 to 3.15 without a result, or no expected table),
+        which the directive turns into warnings.
+
+    Raises:
+        ValueError: ``data`` holds no results, or a result has no version.
+    """
     results, missing, free_threaded = interpreters(data)
     problems: list[str] = []
     results = sorted(results, key=lambda r: (_version(r), bool(r["interpreter"].get("debug")),
