@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Run spin on the deferred-cleanup model and report in JSON.
+
+Each check compiles the model with a set of -D macros into its own pan
+verifier (spin -a, then gcc with -DCOLLAPSE), runs it exhaustively and parses
+what pan prints: errors, states stored and matched, transitions, depth, memory,
+time, and the statements never reached.
+
+Usage:
+  tests/model/run.py [--json OUT] [--only NAME,...] [--list]
+
+Without --only every check in CHECKS runs.  Needs spin and gcc on PATH (the
+Debian unstable root has both: tools/sid-root.sh).  Only the standard library.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MODEL = HERE / "deferred_cleanup.pml"
+
+# pan compile flags: COLLAPSE compresses state vectors (exhaustive, no loss);
+# VECTORSZ is ample for N <= 5.
+PAN_CFLAGS = ["-O2", "-w", "-DCOLLAPSE", "-DVECTORSZ=2048"]
+# pan run flags: -m is the depth bound of the search stack; the model's
+# depth stays far below it (test_model.py checks "depth reached" < bound).
+DEPTH_BOUND = 100000
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    name: str
+    macros: tuple[str, ...]       # spin -D macros
+    liveness: bool = False        # pan -a -f with the ltl claim `drained`
+    expect_error: bool = False    # a negative variant or a witness
+    why: str = ""
+
+
+def _base(n: int, k: int) -> tuple[str, ...]:
+    return (f"N={n}", f"K={k}")
+
+
+CHECKS: list[Check] = []
+for _k in (1, 2):
+    CHECKS.append(Check(f"safety_n3_k{_k}", _base(3, _k),
+                        why="exactly once or leaked; nothing after teardown; at most one outstanding pending call"))
+    CHECKS.append(Check(f"liveness_n3_k{_k}", _base(3, _k) + ("LIVENESS",), liveness=True,
+                        why="an item queued while the interpreter runs is eventually drained (weak fairness)"))
+CHECKS += [
+    Check("lost_wakeup", _base(3, 1) + ("LIVENESS", "LOST_WAKEUP"), liveness=True, expect_error=True,
+          why="clear scheduled_ after the drain with no recheck: an item is stranded"),
+    Check("no_gate", _base(3, 1) + ("NO_GATE",), expect_error=True,
+          why="no in-flight gate: Py_AddPendingCall after teardown"),
+    Check("retry_enqueues", _base(3, 1) + ("RETRY_ENQUEUES",), expect_error=True,
+          why="a retry that pushes the item again: cleaned twice"),
+]
+WITNESSES = {
+    1: "Py_AddPendingCall refuses",
+    2: "a late callback backs out of the closed gate after teardown",
+    3: "a drain takes a second batch that arrived while it ran",
+    4: "an entry point drains directly",
+    5: "shutdown waits out a producer inside the gate",
+    6: "an item is leaked at shutdown",
+    7: "a pending call runs after the host died, as a no-op",
+    8: "every item is cleaned",
+}
+for _w, _why in WITNESSES.items():
+    CHECKS.append(Check(f"witness{_w}", _base(3, 1) + (f"WITNESS={_w}",), expect_error=True, why=_why))
+
+
+def _num(rx: str, text: str, cast=int):
+    m = re.search(rx, text, re.M)
+    return cast(m.group(1)) if m else None
+
+
+def parse_pan(out: str) -> dict:
+    """Parse pan's report.
+
+    Args:
+        out: pan's stdout+stderr (str).
+    Returns:
+        dict with errors, states_stored, states_matched, transitions, depth,
+        memory_mb, time_s (numbers or None) and unreached (list of str).
+    """
+    unreached = []
+    for block in re.finditer(r"^unreached in (proctype|init|claim) ?(\S*)\n((?:\t.*\n)*)", out, re.M):
+        for line in block.group(3).splitlines():
+            line = line.strip()
+            if line and not line.startswith("("):
+                unreached.append(f"{block.group(2) or block.group(1)}: {line}")
+    return {
+        "errors": _num(r"errors: (\d+)", out),
+        "states_stored": _num(r"^\s*(\d+) states, stored", out),
+        "states_matched": _num(r"^\s*(\d+) states, matched", out),
+        "transitions": _num(r"^\s*(\d+) transitions", out),
+        "depth": _num(r"depth reached (\d+)", out),
+        "memory_mb": _num(r"^\s*([\d.]+)\s+total actual memory usage", out, float),
+        "time_s": _num(r"pan: elapsed time ([\d.e+-]+) seconds", out, float),
+        "unreached": unreached,
+        "assertion": (re.search(r"^pan:\d+: (assertion violated .*)$", out, re.M) or [None, None])[1],
+        "acceptance_cycle": bool(re.search(r"acceptance cycle", out)),
+    }
+
+
+def run_check(check: Check, workdir: Path, timeout: float = 300) -> dict:
+    """Generate, compile and run one pan verifier.
+
+    Args:
+        check: the Check to run.
+        workdir: an empty scratch directory (Path).
+        timeout: seconds for each of spin, gcc and pan.
+    Returns:
+        parse_pan()'s dict plus name, macros, expect_error, why, wall_s and
+        the raw pan output ("output").
+    Raises:
+        RuntimeError: spin or gcc failed.
+        subprocess.TimeoutExpired: a step ran past timeout.
+    """
+    shutil.copy(MODEL, workdir / MODEL.name)
+    d = [f"-D{m}" for m in check.macros]
+    t0 = time.monotonic()
+    p = subprocess.run(["spin", *d, "-a", MODEL.name], cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0 or not (workdir / "pan.c").exists():
+        raise RuntimeError(f"spin -a failed for {check.name}:\n{p.stdout}{p.stderr}")
+    cflags = list(PAN_CFLAGS)
+    if check.liveness:
+        cflags.append("-DNFAIR=4")  # weak fairness over all processes
+    else:
+        cflags.append("-DSAFETY")
+    p = subprocess.run(["gcc", *cflags, "-o", "pan", "pan.c"], cwd=workdir, capture_output=True, text=True,
+                       timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"gcc failed for {check.name}:\n{p.stdout}{p.stderr}")
+    args = ["./pan", f"-m{DEPTH_BOUND}"]
+    if check.liveness:
+        args += ["-a", "-f", "-N", "drained"]
+    p = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    out = p.stdout + p.stderr
+    r = parse_pan(out)
+    r.update(name=check.name, macros=list(check.macros), liveness=check.liveness,
+             expect_error=check.expect_error, why=check.why, wall_s=round(time.monotonic() - t0, 2),
+             output=out, trail=(workdir / f"{MODEL.name}.trail").exists())
+    return r
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", type=Path, help="write the results here")
+    ap.add_argument("--only", help="comma-separated check names")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directories")
+    a = ap.parse_args(argv)
+    checks = CHECKS
+    if a.only:
+        want = a.only.split(",")
+        checks = [c for c in CHECKS if c.name in want]
+    if a.list:
+        for c in checks:
+            print(f"{c.name:22} {' '.join(c.macros):40} {c.why}")
+        return 0
+    results, bad = [], 0
+    for c in checks:
+        with tempfile.TemporaryDirectory(prefix=f"spin-{c.name}-") as tmp:
+            r = run_check(c, Path(tmp))
+            if a.keep:
+                shutil.copytree(tmp, Path(tempfile.gettempdir()) / f"spin-{c.name}", dirs_exist_ok=True)
+        ok = (r["errors"] or 0) > 0 if c.expect_error else r["errors"] == 0
+        bad += not ok
+        print(f"{'ok ' if ok else 'BAD'} {c.name:22} errors={r['errors']} states={r['states_stored']} "
+              f"depth={r['depth']} time={r['wall_s']}s {r['assertion'] or ''}", flush=True)
+        results.append(r)
+    if a.json:
+        a.json.write_text(json.dumps(results, indent=1))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
