@@ -1,0 +1,73 @@
+// fake_host.hpp: a stand-in for CPython's pending-call machinery.
+//
+// The core reaches its host only through `Host` (scheduling.hpp): plain
+// function pointers, so the fake is process-global.  It models what the core
+// relies on and what can go wrong:
+//
+//   * a bounded FIFO of pending calls, like CPython's ring (Python/ceval_gil.c,
+//     _push_pending_call, v3.12.0: 32 slots, -1 when full, nothing evicted,
+//     nothing raised).  The capacity is a knob; other users of the ring are
+//     modelled by add_foreign(), which occupies a slot;
+//   * refusal at random, with a chosen probability, on top of refusal when
+//     full (the core must cope with -1 at any moment);
+//   * "the main thread": the thread that called set_main_thread(); run_one()
+//     and run_all() play the eval breaker there.
+//
+// It also counts, under its lock, how many of the queue's own pending calls
+// are outstanding and remembers the highest count seen: the core promises at
+// most one.  After close_host() any add_pending_call is a protocol violation
+// (a call into CPython after teardown) and is counted.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+
+#include "deferred_cleanup/scheduling.hpp"
+
+namespace dc_test {
+
+/// Configure the fake before a test.
+///
+/// Thread: the test's main thread, with no producer running.
+/// @param capacity slots in the pending-call ring (CPython: 32)
+/// @param refuse_per_million probability of a random refusal, per 10^6 calls
+/// @param seed seed of the refusal RNG
+void reset_host(std::size_t capacity, std::uint32_t refuse_per_million, std::uint64_t seed);
+
+/// Declare the calling thread the main thread.
+void set_main_thread();
+
+/// The Host for the core: add_pending_call, is_main_thread, in_gate.
+const deferred_cleanup::Host* host();
+
+/// Install (or clear, with nullptr) the in-gate test hook.
+void set_in_gate_hook(void (*hook)(const deferred_cleanup::Queue&));
+
+/// Occupy one slot with a foreign pending call (a no-op when run).
+/// @return true if it fit
+bool add_foreign();
+
+/// Run the oldest pending call, if any, on the calling (main) thread.
+/// @return true if one ran
+bool run_one();
+
+/// Run pending calls until the ring is empty (including ones added meanwhile).
+/// @return how many ran
+std::size_t run_all();
+
+/// From now on every add_pending_call is a call after teardown: counted, refused.
+void close_host();
+
+/// Counters kept by the fake (snapshot).
+struct HostCounters {
+  std::uint64_t added = 0;            ///< accepted add_pending_call
+  std::uint64_t refused_full = 0;     ///< refused because the ring was full
+  std::uint64_t refused_random = 0;   ///< refused at random
+  std::uint64_t after_close = 0;      ///< calls after close_host()
+  std::uint64_t ran = 0;              ///< pending calls run
+  std::uint64_t max_ours_outstanding = 0;  ///< most calls to the core's pending_call queued at once
+  std::size_t queued = 0;             ///< entries in the ring now
+};
+HostCounters counters();
+
+}  // namespace dc_test
