@@ -55,7 +55,7 @@ SID_VENVS = "/opt/deferred-cleanup/venvs"  # path inside the sid root
 BUILD = REPO / "build"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
-# Pinned: what every environment gets (DEVELOPERS.md: pytest, pytest-timeout,
+# Pinned: what every environment gets (pytest, pytest-timeout,
 # pybind11; scikit-build-core builds the extension without build isolation).
 REQUIREMENTS = ["pytest==9.2.0", "pytest-timeout==2.4.0", "pybind11==3.1.0", "scikit-build-core==1.1.2"]
 PIP = "pip==25.3"

@@ -31,7 +31,7 @@ need_root() {
 }
 
 # The mirror comes from this machine's own apt sources; no host is written
-# into the repository (DEVELOPERS.md).
+# into the repository.
 mirror() {
   local m
   m=$(grep -rhoE '^(URIs:|deb)\s+[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
@@ -59,7 +59,7 @@ provision() {
       || { say "debootstrap failed"; exit 5; }
   fi
   echo "deb $m sid main" > "$ROOT/etc/apt/sources.list"
-  # The archive's Release file is past its Valid-Until date (DEVELOPERS.md).
+  # The archive's Release file is past its Valid-Until date.
   echo 'Acquire::Check-Valid-Until "false";' > "$ROOT/etc/apt/apt.conf.d/99no-valid-until"
   say "apt-get install in the root (about a minute, ~1.5 GB): $(echo $PKGS)"
   in_root_raw env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2

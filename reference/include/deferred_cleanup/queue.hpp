@@ -58,7 +58,7 @@ struct Host;  // scheduling.hpp: how the queue reaches its host (CPython or a fa
 /// Thread: fixed at construction, read from any thread.
 /// Memory ordering: immutable after construction.
 /// Errors: none.
-/// Source: cuda-python PR #2371 (seed); DEVELOPERS.md Part 2 (reference).
+/// Source: cuda-python PR #2371 (seed); issue 3 Part 2 (reference).
 enum class Variant : std::uint8_t {
   reference,  ///< seq_cst on the store-buffering pairs, atexit hook + gate + final drain, direct drain
   seed,       ///< acquire/release, Py_AtExit only, no gate wait, no final drain, no direct drain
@@ -141,7 +141,7 @@ class Queue {
   /// Pick the memory order of the current variant.
   ///
   /// Thread: any.  Memory ordering: none of its own.  Errors: none.
-  /// Source: DEVELOPERS.md Part 2a.
+  /// Source: issue 3 Part 2a.
   /// @param reference the order the reference uses
   /// @param seed the order the seed variant uses
   /// @return `reference` for Variant::reference, `seed` for Variant::seed
@@ -286,7 +286,7 @@ class Queue {
   /// shutdown's read sees our increment (and waits for our gate_leave()), or
   /// our check sees accepting_ == false (and we do not call the host).
   /// Errors: none.
-  /// Source: DEVELOPERS.md Part 2b (in-flight gate).
+  /// Source: issue 3 Part 2b (in-flight gate).
   /// @return true if the producer is inside the gate and may call the host
   bool gate_enter() noexcept {
     // Announces us to shutdown's in_flight() read; seq_cst so it is ordered before our accepting_ check against shutdown's close (store buffering).
@@ -306,7 +306,7 @@ class Queue {
   /// (acquire or stronger) that reads the decremented value, so the host
   /// call happens-before shutdown proceeds.
   /// Errors: none.
-  /// Source: DEVELOPERS.md Part 2b.
+  /// Source: issue 3 Part 2b.
   void gate_leave() noexcept {
     in_flight_.fetch_sub(1, std::memory_order_release);  // read by shutdown's in_flight() wait loop
   }
@@ -318,7 +318,7 @@ class Queue {
   /// backstop).  Never blocks.
   /// Memory ordering: seq_cst (reference) / release (seed); see gate_enter().
   /// Errors: none.
-  /// Source: DEVELOPERS.md Part 2b.
+  /// Source: issue 3 Part 2b.
   void close() noexcept {
     // Pairs with producers' gate_enter() check; seq_cst orders it before our in_flight() read (store buffering).
     accepting_.store(false, order(std::memory_order_seq_cst, std::memory_order_release));  // [litmus:gate.close]
@@ -332,7 +332,7 @@ class Queue {
   /// each gate_leave() it observes, and with close() forms the gate's
   /// store-buffering pair.
   /// Errors: none.
-  /// Source: DEVELOPERS.md Part 2b.
+  /// Source: issue 3 Part 2b.
   /// @return producers between gate_enter() and gate_leave()
   std::uint32_t in_flight() const noexcept {
     // Synchronizes with gate_leave()'s release; seq_cst so it is ordered after close() against gate_enter() (store buffering).
@@ -354,7 +354,7 @@ class Queue {
   /// Memory ordering: acquire: pairs with mark_host_dead()'s release.  On the
   /// main thread both sides run on the same thread, so program order decides.
   /// Errors: none.
-  /// Source: DEVELOPERS.md Part 2b.
+  /// Source: issue 3 Part 2b.
   /// @return false once mark_host_dead() ran
   bool host_alive() const noexcept {
     return alive_.load(std::memory_order_acquire);  // pairs with mark_host_dead()
@@ -366,7 +366,7 @@ class Queue {
   /// Thread: the shutdown path.  Never blocks.
   /// Memory ordering: release, read by host_alive().
   /// Errors: none.
-  /// Source: DEVELOPERS.md Part 2b.
+  /// Source: issue 3 Part 2b.
   void mark_host_dead() noexcept {
     alive_.store(false, std::memory_order_release);  // read by host_alive()
   }

@@ -52,7 +52,7 @@ inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
 ///
 /// Thread: returned to the shutdown path on the main thread.
 /// Memory ordering: n/a (a value).  Errors: n/a.
-/// Source: DEVELOPERS.md Part 2b.
+/// Source: issue 3 Part 2b.
 struct ShutdownOutcome {
   bool gate_clear = false;        ///< in_flight() reached 0 within the bound
   std::uint64_t waited_us = 0;    ///< time spent waiting for the gate
@@ -68,7 +68,7 @@ struct ShutdownOutcome {
 /// zero read synchronizes with the last gate_leave() (release), so every
 /// host call made inside the gate happens-before the return.
 /// Errors: none; returns false when the bound expired.
-/// Source: DEVELOPERS.md Part 2b.
+/// Source: issue 3 Part 2b.
 /// @param queue the queue, already closed
 /// @param bound the longest wait
 /// @param waited_us receives the time waited, in microseconds
@@ -107,7 +107,7 @@ inline bool wait_gate(const Queue& queue, std::chrono::nanoseconds bound, std::u
 /// release store read by host_alive().
 /// Errors: none; an expired bound is counted in stats.gate_timeouts and
 /// reported in the outcome.  Idempotent: a second call finds nothing to do.
-/// Source: DEVELOPERS.md Part 2b; Python atexit order: Python/pylifecycle.c
+/// Source: issue 3 Part 2b; Python atexit order: Python/pylifecycle.c
 /// Py_FinalizeEx (v3.12.0) calls the atexit module before setting the
 /// runtime's finalizing state.
 /// @param queue the published queue
