@@ -15,6 +15,9 @@
 #      it): `-b html -W --keep-going -n -E`, so every warning fails the build
 #      and all of them are listed.  docs/conf.py runs Doxygen (XML only) when
 #      the build starts.  Warnings are also written to build/docs/warnings.log.
+#      Skipped when the last build succeeded and nothing it reads (docs/,
+#      reference/, notes/, probe.json, this script) changed since;
+#      DC_DOCS_FORCE=1 rebuilds anyway.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { echo "[docs] $*"; }
@@ -79,8 +82,16 @@ fi
 
 # ------------------------------------------------------------ 3. Sphinx
 mkdir -p build/docs
+stamp=build/docs/.built-ok
+if [ "${DC_DOCS_FORCE:-0}" != 1 ] && [ -f "$stamp" ] && [ -f build/docs/html/index.html ] \
+   && [ -z "$(find docs reference notes tools/docs.sh tools/matrix.py "$probe_json" -name __pycache__ -prune -o -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+  say "site is up to date (nothing changed since the last successful build): build/docs/html/index.html"
+  exit 0
+fi
+rm -f "$stamp"
 say "sphinx-build -b html -W --keep-going -n -E docs build/docs/html (docs environment; Doxygen runs first)"
 # shellcheck disable=SC2016  # $PY is expanded by tools/matrix.py run
 python3 tools/matrix.py run docs -- bash -c \
   '$PY -m sphinx -b html -W --keep-going -n -E -q -d build/docs/doctrees -w build/docs/warnings.log docs build/docs/html'
+touch "$stamp"
 say "site: build/docs/html/index.html"
