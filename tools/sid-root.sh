@@ -62,6 +62,8 @@ provision() {
   # The archive's Release file is past its Valid-Until date.
   echo 'Acquire::Check-Valid-Until "false";' > "$ROOT/etc/apt/apt.conf.d/99no-valid-until"
   say "apt-get install in the root (about a minute, ~1.5 GB): $(echo $PKGS)"
+  # Finish any configuration an interrupted earlier run left undone.
+  in_root_raw env DEBIAN_FRONTEND=noninteractive dpkg --configure -a >&2 || true
   in_root_raw env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
   in_root_raw env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $PKGS >&2
   echo "$WANT" > "$STAMP"
@@ -76,11 +78,15 @@ in_root_raw() {
     R=$1; W=$2; shift 2
     mount --rbind /proc "$R/proc"; mount --rbind /sys "$R/sys"; mount --rbind /dev "$R/dev"
     cp -L /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null || true
-    # Use the host'"'"'s CA bundle, so pip inside the root trusts what the host
-    # trusts (a site proxy may sign with its own CA).
+    # Trust what the host trusts (a site proxy may sign with its own CA): a
+    # copy of the host'"'"'s bundle beside the root'"'"'s own, named by the usual
+    # variables.  Never mounted over the root'"'"'s bundle, which ca-certificates
+    # rewrites when it is configured.
     if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
-      mkdir -p "$R/etc/ssl/certs"; touch "$R/etc/ssl/certs/ca-certificates.crt"
-      mount --bind /etc/ssl/certs/ca-certificates.crt "$R/etc/ssl/certs/ca-certificates.crt"
+      mkdir -p "$R/etc/ssl"; cp -L /etc/ssl/certs/ca-certificates.crt "$R/etc/ssl/host-ca-certificates.crt"
+      export PIP_CERT=/etc/ssl/host-ca-certificates.crt SSL_CERT_FILE=/etc/ssl/host-ca-certificates.crt \
+             REQUESTS_CA_BUNDLE=/etc/ssl/host-ca-certificates.crt CURL_CA_BUNDLE=/etc/ssl/host-ca-certificates.crt
+      unset SSL_CERT_DIR
     fi
     mkdir -p "$R$W" "$R/tmp"; mount --bind "$W" "$R$W"
     # The CUDA toolkit headers (cuda.h) are taken from the host, read-only,
