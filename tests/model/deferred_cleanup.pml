@@ -3,8 +3,8 @@
  *
  * What is modelled (reference/include/deferred_cleanup/*.hpp):
  *
- *   producer(i)  a user object's destructor on a driver thread with no thread
- *                state (callback.hpp): push item i onto head_, then
+ *   producer     a user object's destructor on a driver thread with no thread
+ *                state (callback.hpp): push its item onto head_, then
  *                try_schedule: gate_enter (in_flight_++, check accepting_),
  *                claim scheduled_ (false -> true), Py_AddPendingCall, on -1
  *                give the claim back, gate_leave.  A producer may run at any
@@ -52,7 +52,27 @@
  *   RETRY_ENQUEUES a retry pushes the refused item again (cleaned twice).
  * Witnesses (-DWITNESS=k, 1..8): one behaviour each that the verified model
  * must be able to reach; spin must find the assertion that marks it, which
- * shows the model is not vacuous (see WITNESS() below and test_model.py).
+ * shows the model is not vacuous (see WITNESS_HIT below and test_model.py).
+ *
+ * Properties:
+ *   safety     assertions: no pending call added and no cleanup after
+ *              teardown; no cleanup after the host died; never more cleanups
+ *              than items; at most one of our pending calls outstanding; at
+ *              the end every item cleaned once or leaked.  pan also reports
+ *              invalid end states (a shutdown that waits for ever).
+ *   liveness   the ltl claim `drained` at the end of this file, with weak
+ *              fairness (pan -a -f), compiled with -DLIVENESS.
+ *
+ * Assumptions of the liveness check: the main thread runs a queued pending
+ * call before it runs Python code again ("Python code" is only enabled when
+ * pq is empty).  That is CPython's eval breaker on 3.13+; on 3.10-3.12 a call
+ * added from a thread with no thread state can starve while the main thread
+ * stays in pure Python (gh-95820), which the reference answers with the direct
+ * drain at entry points (tests/test_drain.py measures that delay; it is
+ * outside this model).  Entry points are finitely many (ENTRIES, and one on
+ * the retrier), so liveness never relies on one coming; a refusal is the one
+ * case where the design waits for the next enqueue or entry point, and the
+ * claim excuses exactly that case (the ghost `owed`).
  */
 
 #ifndef N
