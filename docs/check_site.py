@@ -22,8 +22,9 @@ Two checks, each returning a list of problems (empty when the site is good):
     is still recorded and reported.  Reports: every console message of level
     SEVERE (console.error, uncaught exceptions, failed loads), every request
     that is not to the local server (or ``data:``/``blob:``/``about:``), every
-    request that failed or answered 400 or more, and every diagram
-    (``.graphviz`` image or object) that did not render with a non-zero size.
+    request that failed or answered 400 or more, every diagram (``.graphviz``
+    image or object) that did not render with a non-zero size, and a site
+    search (``search.html?q=...``) that does not finish with a hit.
 """
 from __future__ import annotations
 
@@ -184,6 +185,25 @@ return out;
 """
 
 
+SEARCH_JS = r"""
+const s = document.querySelector('#search-results');
+const summary = s && s.querySelector('.search-summary');
+const done = summary && /finished|did not match/i.test(summary.textContent);
+return done ? [summary.textContent, s.querySelectorAll('li').length] : null;
+"""
+
+
+def _wait_search(driver, timeout_s: float = 15.0) -> list | None:
+    """Wait for Sphinx's client-side search to finish; its summary and hit count."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        result = driver.execute_script(SEARCH_JS)
+        if result:
+            return result
+        time.sleep(0.1)
+    return None
+
+
 def _wait_loaded(driver, timeout_s: float = 20.0) -> None:
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
@@ -195,7 +215,8 @@ def _wait_loaded(driver, timeout_s: float = 20.0) -> None:
         time.sleep(0.05)
 
 
-def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s: float = 30.0) -> tuple[list[str], dict]:
+def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s: float = 30.0,
+                     search_query: str | None = "pending call") -> tuple[list[str], dict]:
     """Open every page in headless Chromium and report what went wrong.
 
     Args:
@@ -203,12 +224,16 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
         pages (list[pathlib.Path] | None): pages to open; default every page
             (:func:`html_pages`).
         timeout_s (float): page-load timeout per page, in seconds.
+        search_query (str | None): also run the site's search for this text
+            (``search.html?q=...``) and require it to finish with at least one
+            hit; None skips that.
 
     Returns:
         tuple: ``problems`` (list[str], one line per console error, external
         request, failed request or unrendered diagram; empty when clean) and
         ``stats`` (dict: ``pages`` opened (int), ``requests`` seen (int),
-        ``diagrams`` (dict, page -> number of diagrams found)).
+        ``diagrams`` (dict, page -> number of diagrams found), and
+        ``search_hits`` (int) when a search ran).
 
     Raises:
         FileNotFoundError: chromium or chromedriver is not installed.
@@ -244,12 +269,22 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
         driver.get("about:blank")
         driver.get_log("browser")
         driver.get_log("performance")
-        for path in pages:
-            rel = path.relative_to(html_dir).as_posix()
-            url = base + rel
-            driver.get(url)
+        visits = [(p.relative_to(html_dir).as_posix(), "") for p in pages]
+        if search_query and (html_dir / "search.html").exists():
+            visits.append(("search.html", "?q=" + urllib.parse.quote_plus(search_query)))
+        for rel_path, query in visits:
+            rel = rel_path + query
+            driver.get(base + rel)
             _wait_loaded(driver)
-            stats["pages"] += 1
+            if query:
+                found = _wait_search(driver)
+                if found is None:
+                    problems.append(f"{rel}: the search did not finish")
+                elif found[1] == 0:
+                    problems.append(f"{rel}: the search found nothing ({found[0].strip()})")
+                stats["search_hits"] = found[1] if found else 0
+            else:
+                stats["pages"] += 1
             for entry in driver.get_log("browser"):
                 if entry.get("level") == "SEVERE":
                     problems.append(f"{rel}: console error: {entry.get('message')}")

@@ -62,8 +62,9 @@ def test_build_has_no_warning(site):
 def test_every_page_loads_cleanly_in_chromium(site):
     from check_site import check_in_browser, html_pages
 
-    problems, stats = check_in_browser(site)
+    problems, stats = check_in_browser(site, search_query="pending call")
     assert problems == []
+    assert stats["search_hits"] > 0
     assert stats["pages"] == len(html_pages(site)) >= 15
     assert stats["diagrams"].get("overview.html", 0) >= 1, "the overview's sequence diagram is missing"
 
@@ -190,7 +191,7 @@ def bad_site(site, tmp_path) -> Path:
 def test_browser_check_catches_a_broken_page(bad_site):
     from check_site import check_in_browser
 
-    problems, stats = check_in_browser(bad_site)
+    problems, stats = check_in_browser(bad_site, search_query=None)
     bad = [p for p in problems if p.startswith("bad.html")]
     assert not [p for p in problems if p.startswith("good.html")], problems
     assert stats["pages"] == 2 and stats["diagrams"]["good.html"] == 1
@@ -199,6 +200,13 @@ def test_browser_check_catches_a_broken_page(bad_site):
     assert any("answered 404" in p and "missing.svg" in p for p in bad), bad
     assert any("diagram did not render: _images/missing.svg" in p for p in bad), bad
     assert any("diagram did not render: _images/empty.svg" in p for p in bad), bad
+
+
+def test_browser_check_catches_a_search_without_hits(site):
+    from check_site import check_in_browser
+
+    problems, _ = check_in_browser(site, pages=[], search_query="zzqx-no-such-word")
+    assert len(problems) == 1 and "the search found nothing" in problems[0], problems
 
 
 def test_link_check_catches_dangling_links(bad_site):
