@@ -294,7 +294,7 @@ def include_graph_dot(xml_dir: Path) -> str:
         for inc in root.findall("includes"):
             if inc.get("refid"):
                 edges.append((name, Path(inc.text).name))
-    out = ["digraph includes {", "rankdir=BT; bgcolor=transparent; nodesep=0.3; ranksep=0.4;",
+    out = ["digraph includes {", "rankdir=BT; bgcolor=white; pad=0.15; nodesep=0.3; ranksep=0.4;",
            'node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontsize=12];',
            'edge [color="#5b6b7b", arrowsize=0.7];']
     out += [f'"{n}" [href="../api/cpp.html#{n.replace(".", "-")}", target="_top"];' for n in sorted(names)]
@@ -367,7 +367,7 @@ def sequence_to_dot(lines: list[str]) -> str:
     width, step = 2.5, 0.5
     bottom = -(len(msgs) + 1) * step - 0.2
     out = ["digraph sequence {",
-           "layout=neato; inputscale=1; splines=line; outputorder=edgesfirst; bgcolor=transparent;",
+           "layout=neato; inputscale=1; splines=line; outputorder=edgesfirst; bgcolor=white; pad=0.15;",
            'node [shape=point, width=0.02, height=0.02, label="", fontsize=13];',
            "edge [arrowsize=0.6];"]
     box = 'shape=box, style="rounded,filled", fillcolor="#eef3fb", width=2.0'
