@@ -8,7 +8,7 @@ the gate, waiting out producers inside it, final drain, host dead, teardown)
 and late callbacks.  ``tests/model/run.py`` compiles one exhaustive pan
 verifier per check; this file asserts what each must report:
 
-* the protocol, N=3 and K=1, 2: no assertion violation and no invalid end
+* the protocol, N=3 and K=1, 2 (and N=4, K=1 for safety): no assertion violation and no invalid end
   state (exactly once or leaked; nothing after teardown; at most one pending
   call outstanding), and the liveness claim ``drained`` holds under weak
   fairness (an item queued while the interpreter runs is eventually taken
@@ -55,6 +55,7 @@ STATE_FLOOR = {
     "safety_n3_k2": 300_000,
     "liveness_n3_k1": 300_000,
     "liveness_n3_k2": 500_000,
+    "safety_n4_k1": 1_400_000,
 }
 
 # What each negative variant must be caught by.

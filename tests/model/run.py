@@ -56,6 +56,9 @@ for _k in (1, 2):
                         why="exactly once or leaked; nothing after teardown; at most one outstanding pending call"))
     CHECKS.append(Check(f"liveness_n3_k{_k}", _base(3, _k) + ("LIVENESS",), liveness=True,
                         why="an item queued while the interpreter runs is eventually drained (weak fairness)"))
+# One size up, safety only (the liveness run of N=4 takes minutes on 2 cores).
+CHECKS.append(Check("safety_n4_k1", _base(4, 1),
+                    why="as safety_n3_k1, with four producers"))
 CHECKS += [
     Check("lost_wakeup", _base(3, 1) + ("LIVENESS", "LOST_WAKEUP"), liveness=True, expect_error=True,
           why="clear scheduled_ after the drain with no recheck: an item is stranded"),
