@@ -16,6 +16,14 @@ headers: each atomic operation of the two handshakes carries a tag
 reference's order and the second the seed variant's.  The litmus files carry the
 same tags, so the files cannot drift from the code.
 
+A third handshake is message passing, not store buffering: leaving the gate
+(``gate_leave``, a release decrement) against the shutdown wait that reads
+zero (``gate.wait``): the host call made inside the gate must happen-before
+teardown.  ``gate_exit_mp_reference.litmus`` (forbidden) and its relaxed
+negative control ``gate_exit_mp_relaxed.litmus`` (allowed) carry tags
+``[litmus-mp:...]``, checked against ``gate_leave()``'s and ``in_flight()``'s
+header lines.
+
 Runs once, in the Debian unstable root (marker ``tools``), where herd7 lives.
 """
 from __future__ import annotations
@@ -44,6 +52,7 @@ HANDSHAKES = {
 ALL_TAGS = [t for tags in HANDSHAKES.values() for t in tags]
 
 TAG_RE = re.compile(r"\[litmus:([\w.]+)\]")
+MP_TAG_RE = re.compile(r"\[litmus-mp:([\w.]+)\]")
 CPP_ORDER_RE = re.compile(r"std::memory_order_(\w+)")
 C_ORDER_RE = re.compile(r"\bmemory_order_(\w+)")
 
@@ -109,11 +118,12 @@ def header_tags() -> dict[str, dict]:
     return found
 
 
-def litmus_tags(path: Path) -> dict[str, dict]:
+def litmus_tags(path: Path, tag_re: re.Pattern = TAG_RE) -> dict[str, dict]:
     """Tagged events of one litmus file.
 
     Args:
         path: the .litmus file.
+        tag_re: the tag pattern (TAG_RE or MP_TAG_RE).
     Returns:
         dict mapping tag name (str) to {"order": str, "kind": str}.
     Raises:
@@ -122,7 +132,7 @@ def litmus_tags(path: Path) -> dict[str, dict]:
     found: dict[str, dict] = {}
     for no, line in enumerate(path.read_text().splitlines(), 1):
         code = line.split("//", 1)[0]
-        for tag in TAG_RE.findall(line.split("//", 1)[1] if "//" in line else ""):
+        for tag in tag_re.findall(line.split("//", 1)[1] if "//" in line else ""):
             orders = C_ORDER_RE.findall(code)
             assert len(orders) == 1, f"{path.name}:{no}: expected one memory order, got {orders}"
             found[tag] = {"order": orders[0], "kind": _kind(code, _C_KIND)}
@@ -223,3 +233,29 @@ def test_order_parser_can_fail(tmp_path):
     lit = litmus_tags(LITMUS / "gate_sb_reference.litmus")["gate.close"]
     assert orders[0] != lit["order"]
     assert _kind(hdr, _CPP_KIND) == "store"
+
+
+@needs_herd7
+@pytest.mark.parametrize("model", MODELS)
+def test_gate_exit_message_passing(model):
+    """Release decrement read by the wait: the host call happens-before
+    teardown; with relaxed orders it would not."""
+    ref = herd7(LITMUS / "gate_exit_mp_reference.litmus", model)
+    assert ref["observation"] == "Never" and ref["positive"] == 0 and ref["states"] == 3, ref["output"]
+    neg = herd7(LITMUS / "gate_exit_mp_relaxed.litmus", model)
+    assert neg["observation"] == "Sometimes" and neg["positive"] >= 1 and neg["states"] == 4, neg["output"]
+
+
+def test_gate_exit_litmus_uses_the_headers_orders():
+    lit = litmus_tags(LITMUS / "gate_exit_mp_reference.litmus", MP_TAG_RE)
+    assert sorted(lit) == ["gate.leave", "gate.wait"]
+    leave = [line for line in (HEADERS / "queue.hpp").read_text().splitlines() if "in_flight_.fetch_sub(" in line]
+    assert len(leave) == 1, leave
+    assert CPP_ORDER_RE.findall(leave[0])[0] == lit["gate.leave"]["order"], leave[0]
+    assert _kind(leave[0], _CPP_KIND) == lit["gate.leave"]["kind"] == "rmw"
+    wait = header_tags()["gate.wait"]
+    assert wait["reference"] == lit["gate.wait"]["order"]
+    # The seed's wait also synchronizes with the release decrement.
+    assert wait["seed"] in _STRONGER_OR_EQUAL["acquire"], wait
+    relaxed = litmus_tags(LITMUS / "gate_exit_mp_relaxed.litmus", MP_TAG_RE)
+    assert {v["order"] for v in relaxed.values()} == {"relaxed"}
