@@ -558,6 +558,11 @@ void register_reference(py::module_& m) {
   m.def("_test_release_gate", &test_release_gate,
         "_test_release_gate() -> None\n\nRelease a producer held by _test_arm_gate_hold.");
 
+  // Registered before the drivers so that the signature pybind11 generates
+  // for Driver.create_graph names deferred_cleanup._native.Graph, not the
+  // C++ type.
+  py::class_<PyGraph> graph_class(m, "Graph", "A graph of a driver; created by Driver.create_graph().");
+
   py::class_<dc::Driver, std::shared_ptr<dc::Driver>>(m, "Driver",
                                                       "Base class of the drivers (the C++ seam driver.hpp).")
       .def_property_readonly(
@@ -630,7 +635,7 @@ void register_reference(py::module_& m) {
       .def_property_readonly(
           "device_name", [](const CudaDriverBox& d) { return d.info().device_name; }, "str: cuDeviceGetName of device 0.");
 
-  py::class_<PyGraph>(m, "Graph", "A graph of a driver; created by Driver.create_graph().")
+  graph_class
       .def("attach", &graph_attach, py::arg("obj"), py::arg("finalizer") = py::none(),
            "attach(obj: object, finalizer: Callable[[object], None] | None = None) -> None\n\n"
            "An entry point. Keep obj alive until this graph's new user object dies; then, on the main thread, "
