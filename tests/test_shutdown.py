@@ -6,14 +6,12 @@ The Py_AtExit backstop writes the final counters with C stdio
 finalization) come from cpython_facts.  Sources: issue 3 Part 1.6 and 2b;
 Python/pylifecycle.c Py_FinalizeEx; cuda-python PR #2371.
 """
-import os
 import signal
 
 import pytest
 
 from deferred_cleanup import cpython_facts
 
-SOAK_N = int(os.environ.get("SOAK_N", "20"))
 
 
 def _accounting(out, created):
@@ -96,14 +94,3 @@ def test_api_after_shutdown(scenario, tmp_path):
     assert late["destroy"] == "ok"
     s = _accounting(out, 1)
     assert s["leaked_at_shutdown"] == 1 and s["cleaned"] == 0
-
-
-@pytest.mark.soak
-@pytest.mark.timeout(60 + 10 * SOAK_N)
-def test_soak_reference_exit_races(scenario):
-    """SOAK_N runs of each finalization race on the reference: never a crash,
-    never a miscount."""
-    for i in range(SOAK_N):
-        _accounting(scenario("exit_in_flight", "500", "8", "burst", variant="reference"), 500)
-        _accounting(scenario("held_in_gate", "20", variant="reference"), 1)
-        _accounting(scenario("late_callbacks", "100", "8", variant="reference"), 100)
