@@ -53,7 +53,7 @@ def version_of(result: dict) -> tuple[int, int]:
 def differences(result: dict) -> list[tuple[str, str, object, object]]:
     """Compare one result with the expected table.
 
-    Every field of :data:`cpython_facts.FIELDS` is compared; a field that was
+    Every field of :data:`deferred_cleanup.cpython_facts.FIELDS` is compared; a field that was
     measured but has no row, or has a row but was not measured, is a difference
     too.
 
