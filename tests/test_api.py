@@ -105,3 +105,47 @@ def test_reference_burst_rejects_bad_arguments(dc):
         dc.reference_burst(callbacks=0)
     with pytest.raises(ValueError):
         dc.reference_burst(threads=0)
+
+
+SUBINTERP_SCRIPT = r"""
+import json, sys
+import deferred_cleanup as dc
+import _testcapi
+code = (
+    "import sys\n"
+    "try:\n"
+    "    import deferred_cleanup\n"
+    "    sys.stdout.write('SUB imported\\n')\n"
+    "except ImportError as e:\n"
+    "    sys.stdout.write('SUB ImportError ' + str(e).split(':')[0] + '\\n')\n"
+)
+sys.stdout.flush()
+rc = _testcapi.run_in_subinterp(code)
+sys.stdout.flush()
+drv = dc.SimulatedDriver()
+g = drv.create_graph()
+g.attach(object())   # raises ShutdownError if the subinterpreter closed the queue
+g.destroy()
+assert drv.wait_idle(10.0)
+dc.drain_now()
+print("MAIN", json.dumps({"rc": rc, "cleaned": dc.stats()["cleaned"]}))
+"""
+
+
+@pytest.mark.timeout(60)
+def test_import_in_a_subinterpreter_is_refused_and_leaves_the_queue_alone():
+    """The queue is process-wide: an import in a subinterpreter must raise
+    ImportError (not hang, not register a second atexit hook that would close
+    the queue when the subinterpreter ends), and the main interpreter keeps
+    working afterwards."""
+    import subprocess
+
+    try:
+        import _testcapi  # noqa: F401
+    except ImportError:
+        pytest.skip("this interpreter ships no _testcapi, so no legacy subinterpreter can be made from Python")
+    p = subprocess.run([sys.executable, "-c", SUBINTERP_SCRIPT], capture_output=True, text=True, timeout=45)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "SUB ImportError deferred_cleanup can only be imported in the main interpreter" in p.stdout, p.stdout
+    main = [line for line in p.stdout.splitlines() if line.startswith("MAIN ")]
+    assert main and '"cleaned": 1' in main[0], p.stdout

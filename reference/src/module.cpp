@@ -8,6 +8,11 @@ void register_reference(pybind11::module_& m);  // reference/src/reference_bindi
 }  // namespace deferred_cleanup::bindings
 
 PYBIND11_MODULE(_native, m) {
+  // The queue and its shutdown hook are process-wide and bound to the main
+  // interpreter (see deferred_cleanup/__init__.py, which refuses first).
+  if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
+    throw pybind11::import_error("deferred_cleanup._native can only be imported in the main interpreter");
+  }
   m.doc() = "deferred-cleanup native core: the pending-call probe and the reference queue";
   auto probe = m.def_submodule("probe", "CPython pending-call probe (measurements)");
   deferred_cleanup::bindings::register_probe(probe);

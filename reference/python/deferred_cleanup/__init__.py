@@ -30,8 +30,47 @@ from __future__ import annotations
 import atexit as _atexit
 import time as _time
 
-from . import _native
-from ._native import (  # noqa: F401  (re-exported API)
+
+def _in_main_interpreter() -> bool:
+    """Whether this import runs in the main interpreter.
+
+    Returns:
+        bool: True in the main interpreter, or where the interpreter offers no
+        way to tell (then it offers none to create a subinterpreter either).
+    Raises:
+        nothing.
+    """
+    try:
+        import _interpreters as _interp  # 3.13+
+    except ImportError:
+        try:
+            import _xxsubinterpreters as _interp  # 3.8-3.12
+        except ImportError:
+            return True
+
+    def _id(x) -> int:
+        # 3.14+ returns (id, whence) tuples; earlier versions an InterpreterID.
+        return int(x[0] if isinstance(x, tuple) else x)
+
+    return _id(_interp.get_current()) == _id(_interp.get_main())
+
+
+# The queue, its atexit hook and its shutdown state are process-wide and bound
+# to the main interpreter: Py_AddPendingCall from a thread without a thread
+# state targets the main interpreter on 3.12+ (Python/ceval_gil.c, v3.12.0);
+# on 3.10 and 3.11 it targets the interpreter whose thread state holds the GIL
+# (Python/ceval.c, v3.11.0; bpo-10915), and the probe saw such a call lost
+# (subinterp.runner in cpython_facts).  An import in a
+# subinterpreter would register an atexit hook that closes the process-wide
+# queue when that subinterpreter ends, so it is refused.
+if not _in_main_interpreter():
+    raise ImportError(
+        "deferred_cleanup can only be imported in the main interpreter: its queue and shutdown "
+        "hook are process-wide and pending calls from driver threads go to the main interpreter"
+    )
+
+from . import _native  # noqa: E402
+from ._native import (  # noqa: F401,E402  (re-exported API)
     CudaDriver,
     Driver,
     DriverError,
