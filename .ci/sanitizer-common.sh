@@ -19,6 +19,7 @@ ensure_tools() {
 sanitizer_build() {
   ensure_tools
   local dir=$1 flags=$2
+  mkdir -p "$(dirname "$dir")"
   say "cmake -S tests/cpp -B $dir (CXXFLAGS: $flags)"
   cmake -S tests/cpp -B "$dir" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$dir.configure.log" 2>&1 \
