@@ -49,6 +49,7 @@ def test_reference_waits_out_a_producer_held_in_the_gate(scenario):
     assert out["result"] == {"held": True, "created": 1}
     s = _accounting(out, 1)
     assert s["gate_timeouts"] == 0
+    assert s["host_calls_after_teardown"] == 0, "the held producer called CPython after the shutdown hook"
     assert s["gate_hook_passes"] == 1
     assert s["cleaned"] == 1, "the final drain runs after the held producer left the gate"
     assert s["schedule_attempts"] == 1
@@ -68,6 +69,7 @@ def test_seed_held_in_gate_calls_cpython_after_finalization(scenario):
         assert outcome == "no-op"
         s = _accounting(out, 1)
         assert s["schedule_attempts"] == 1 and s["gate_hook_passes"] == 1
+        assert s["host_calls_after_teardown"] == 1, "the seed's held producer calls CPython after finalization"
         assert s["leaked_at_shutdown"] == 1 and s["cleaned"] == 0
 
 

@@ -222,6 +222,7 @@ py::dict counters() {
   d["retries"] = r(s.retries);
   d["leaked_at_shutdown"] = r(s.leaked_at_shutdown);
   d["gate_timeouts"] = r(s.gate_timeouts);
+  d["host_calls_after_teardown"] = r(s.host_calls_after_teardown);
   // statistics only (relaxed snapshot)
   d["cleanups_on_main"] = g_cleanups_on_main.load(std::memory_order_relaxed);
   d["cleanups_off_main"] = g_cleanups_off_main.load(std::memory_order_relaxed);
@@ -336,7 +337,7 @@ std::vector<std::weak_ptr<dc::SimulatedDriver>> g_sim_drivers;
 const char* kStatsKeys[] = {"created", "enqueued", "enqueued_late", "cleaned", "direct_cleanups",
                             "schedule_attempts", "schedule_failures", "pending_calls", "drain_cycles",
                             "pending_calls_ignored", "direct_drains", "retries", "leaked_at_shutdown",
-                            "gate_timeouts"};
+                            "gate_timeouts", "host_calls_after_teardown"};
 
 void write_stats_json(const char* path, std::uint64_t in_flight_at_backstop) {
   // Plain C stdio: the interpreter is gone.  Counter loads are relaxed
@@ -348,7 +349,8 @@ void write_stats_json(const char* path, std::uint64_t in_flight_at_backstop) {
   const std::atomic<std::uint64_t>* vals[] = {&s.created, &s.enqueued, &s.enqueued_late, &s.cleaned,
                                              &s.direct_cleanups, &s.schedule_attempts, &s.schedule_failures,
                                              &s.pending_calls, &s.drain_cycles, &s.pending_calls_ignored,
-                                             &s.direct_drains, &s.retries, &s.leaked_at_shutdown, &s.gate_timeouts};
+                                             &s.direct_drains, &s.retries, &s.leaked_at_shutdown, &s.gate_timeouts,
+                                             &s.host_calls_after_teardown};
   std::fprintf(f, "{\"variant\": \"%s\"", queue().variant() == dc::Variant::seed ? "seed" : "reference");
   for (std::size_t i = 0; i < sizeof vals / sizeof vals[0]; ++i)
     std::fprintf(f, ", \"%s\": %llu", kStatsKeys[i], static_cast<unsigned long long>(vals[i]->load(std::memory_order_relaxed)));  // statistics only
@@ -366,6 +368,11 @@ void write_stats_json(const char* path, std::uint64_t in_flight_at_backstop) {
 void backstop() {
   dc::Queue& q = queue();
   q.close();  // the seed's only shutdown step; already done by the reference hook
+  // Py_AtExit callbacks run after the interpreter is gone (py_atexit.initialized
+  // in cpython_facts), so the host is dead from here on in both variants; a
+  // producer released below that calls the host is counted in
+  // stats.host_calls_after_teardown.
+  q.mark_host_dead();
   g_shutdown_done.store(true, std::memory_order_relaxed);  // read by py_cleanup on this same (main) thread: program order
   // Test hook: a producer held inside the gate is released now, after
   // finalization, and we wait for it to leave the gate (bounded).

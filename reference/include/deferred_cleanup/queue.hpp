@@ -86,6 +86,11 @@ struct Stats {
   std::atomic<std::uint64_t> retries{0};             ///< scheduling retries from entry points
   std::atomic<std::uint64_t> leaked_at_shutdown{0};  ///< items left in the queue at the backstop
   std::atomic<std::uint64_t> gate_timeouts{0};       ///< shutdown gave up waiting for the gate
+  /// host add_pending_call calls made after mark_host_dead(): the hazard the
+  /// in-flight gate closes.  Always 0 in the reference (shutdown waits for
+  /// every producer inside the gate before marking the host dead) unless
+  /// gate_timeouts is non-zero; the seed's held producer makes it 1.
+  std::atomic<std::uint64_t> host_calls_after_teardown{0};
 };
 
 /// The process-wide MPSC queue plus its scheduling and shutdown flags.

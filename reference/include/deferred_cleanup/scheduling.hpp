@@ -113,6 +113,12 @@ inline ScheduleResult try_schedule(Queue& queue, PendingCallFn fn) noexcept {
     host.in_gate(queue);  // test hook: hold this producer inside the gate window
   }
   queue.stats.schedule_attempts.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  if (!queue.host_alive()) {  // acquire; pairs with mark_host_dead()'s release
+    // Diagnostic only: a host call after teardown.  Unreachable in the
+    // reference unless the gate wait timed out (our gate_leave() is read by
+    // shutdown's wait before it marks the host dead); the seed reaches it.
+    queue.stats.host_calls_after_teardown.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  }
   const int rc = host.add_pending_call(fn, &queue);
   ScheduleResult result = ScheduleResult::scheduled;
   if (rc != 0) {
