@@ -1,6 +1,6 @@
 """C11 litmus tests of the two store-buffering handshakes (herd7).
 
-The queue's correctness rests on two store-buffering pairs (DEVELOPERS.md,
+The queue's correctness rests on two store-buffering pairs (issue 3,
 Part 2a and 2b):
 
 * wakeup: a producer pushes onto ``head_`` then claims ``scheduled_``; the

@@ -3,7 +3,8 @@
 // CPython's pending-call ring is small: a foreign thread can hold 31 calls on
 // 3.10-3.12 (32 slots, one kept free) and 32 on 3.13+; when it is full,
 // Py_AddPendingCall returns -1, evicts nothing and sets no exception
-// (Python/ceval_gil.c, v3.12.0 and v3.13.0; measured by the probe, see
+// (Python/ceval.c v3.10.0 and v3.11.0, Python/ceval_gil.c v3.12.0 and
+// v3.13.0; measured by the probe, see
 // cpython_facts.py).  A destructor callback therefore must not make one
 // pending call per item.  The queue's `scheduled_` flag goes false -> true in
 // one atomic exchange; only the producer that flips it calls the host, so any
