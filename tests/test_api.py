@@ -105,6 +105,27 @@ def test_reference_burst_rejects_bad_arguments(dc):
         dc.reference_burst(callbacks=0)
     with pytest.raises(ValueError):
         dc.reference_burst(threads=0)
+    with pytest.raises(ValueError, match="must not exceed callbacks"):
+        dc.reference_burst(callbacks=1, threads=2)
+
+
+def test_simulated_driver_rejects_bad_arguments(dc):
+    drv = dc.SimulatedDriver()
+    with pytest.raises(ValueError):
+        drv.release(0)
+    with pytest.raises(ValueError):
+        drv.wait_idle(-1.0)
+    with pytest.raises(ValueError):
+        drv.wait_idle(float("nan"))
+    with pytest.raises(ValueError):
+        drv.fail_next_creates(-3)
+    with pytest.raises(ValueError):
+        drv.fail_next_retains(-1)
+    # Nothing was armed by the refused calls: an attach still succeeds.
+    g = drv.create_graph()
+    g.attach(object())
+    g.destroy()
+    assert drv.wait_idle(10.0)
 
 
 SUBINTERP_SCRIPT = r"""

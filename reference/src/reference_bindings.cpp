@@ -593,25 +593,45 @@ void register_reference(py::module_& m) {
            "set_hold(hold: bool) -> None\n\nHold destructor calls back (True) or deliver them (False); "
            "turning holding off does not release what is held. Raises nothing.")
       .def_property_readonly("held", &dc::SimulatedDriver::held, "int: destructor calls held back now.")
-      .def("release", &dc::SimulatedDriver::release, py::arg("threads") = 8,
-           "release(threads: int = 8) -> int\n\nRelease every held destructor call in one burst from `threads` "
-           "native threads (at least 1) that start together at a barrier; returns at once with the number "
-           "released. Raises nothing.")
+      .def(
+          "release",
+          [](dc::SimulatedDriver& d, int threads) {
+            if (threads < 1) throw py::value_error("release: threads must be >= 1");
+            return d.release(threads);
+          },
+          py::arg("threads") = 8,
+          "release(threads: int = 8) -> int\n\nRelease every held destructor call in one burst from `threads` "
+          "native threads (at least 1) that start together at a barrier; returns at once with the number "
+          "released. Raises ValueError for threads < 1.")
       .def(
           "wait_idle",
           [](dc::SimulatedDriver& d, double timeout_s) {
+            if (!(timeout_s >= 0.0)) throw py::value_error("wait_idle: timeout_s must be >= 0 seconds");
             py::gil_scoped_release nogil;
             return d.wait_idle(std::chrono::milliseconds(static_cast<long>(timeout_s * 1000)));
           },
           py::arg("timeout_s") = 10.0,
           "wait_idle(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until every due destructor call "
-          "returned; False on timeout (seconds). Not an entry point. Raises nothing.")
-      .def("fail_next_creates", &dc::SimulatedDriver::fail_next_creates, py::arg("n"),
-           "fail_next_creates(n: int) -> None\n\nThe next n attach() calls fail before a user object exists "
-           "(the payload is cleaned directly and DriverError raised).")
-      .def("fail_next_retains", &dc::SimulatedDriver::fail_next_retains, py::arg("n"),
-           "fail_next_retains(n: int) -> None\n\nThe next n attach() calls create the user object, then fail "
-           "to hand it to the graph (its destructor fires; DriverError raised).")
+          "returned; False on timeout (seconds). Not an entry point. Raises ValueError for a negative or NaN "
+          "timeout.")
+      .def(
+          "fail_next_creates",
+          [](dc::SimulatedDriver& d, int n) {
+            if (n < 0) throw py::value_error("fail_next_creates: n must be >= 0");
+            d.fail_next_creates(n);
+          },
+          py::arg("n"),
+          "fail_next_creates(n: int) -> None\n\nThe next n attach() calls fail before a user object exists "
+          "(the payload is cleaned directly and DriverError raised). Raises ValueError for n < 0.")
+      .def(
+          "fail_next_retains",
+          [](dc::SimulatedDriver& d, int n) {
+            if (n < 0) throw py::value_error("fail_next_retains: n must be >= 0");
+            d.fail_next_retains(n);
+          },
+          py::arg("n"),
+          "fail_next_retains(n: int) -> None\n\nThe next n attach() calls create the user object, then fail "
+          "to hand it to the graph (its destructor fires; DriverError raised). Raises ValueError for n < 0.")
       .def_property_readonly("last_release_ns", &dc::SimulatedDriver::last_release_ns,
                              "int: steady_clock time (ns) at which the last burst passed its barrier, or 0.")
       .def_property_readonly("delivered", &dc::SimulatedDriver::delivered,

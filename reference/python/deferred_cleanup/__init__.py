@@ -197,7 +197,8 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
 
     Args:
         callbacks (int): number of user objects (payloads), >= 1.
-        threads (int): number of native driver threads firing together, >= 1.
+        threads (int): number of native driver threads firing together,
+            1 <= threads <= callbacks.
         timeout_s (float): seconds to wait for the last cleanup.
 
     Returns:
@@ -208,11 +209,14 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
         the last cleanup), ``threads`` (int) and ``variant`` (str).
 
     Raises:
-        ValueError: ``callbacks`` or ``threads`` below 1.
+        ValueError: ``callbacks`` or ``threads`` below 1, or more threads
+            than callbacks.
         TimeoutError: not every payload was cleaned within ``timeout_s``.
     """
     if callbacks < 1 or threads < 1:
         raise ValueError("callbacks and threads must be >= 1")
+    if threads > callbacks:
+        raise ValueError(f"threads ({threads}) must not exceed callbacks ({callbacks}): each thread fires at least one")
     drain_now()
     driver = SimulatedDriver()
     graph = driver.create_graph()
