@@ -241,13 +241,18 @@ def _delay(mode: str) -> tuple[str, dict]:
         _wait_pure_python(i, STARVED_AFTER_MS)
     else:
         raise ValueError(mode)
-    s = P.slot(i)
+    s = P.slot(i)  # whether and when it ran: read before anything can run it
     P.join_foreign()
     _flush()
+    # The add's own fields come from after the join: on 3.13+ the call can run
+    # on this thread before the foreign thread has published `added` (it is
+    # stored after Py_AddPendingCall returns), so the first snapshot may
+    # show a call that ran but was "not added" yet.
     late = P.slot(i)
-    raw = {"add_rc": s["add_rc"], "added": s["added"], "delay_ms": (s["ran_ms"] - s["add_ms"]) if s["ran"] else None,
+    raw = {"add_rc": late["add_rc"], "added": late["added"],
+           "delay_ms": (s["ran_ms"] - late["add_ms"]) if s["ran"] else None,
            "ran_after_flush": late["ran"]}
-    if not s["added"] or (hold_end is not None and s["add_ms"] > hold_end):
+    if not late["added"] or (hold_end is not None and late["add_ms"] > hold_end):
         return "not-added", raw
     if not s["ran"]:
         return "starved", raw
