@@ -76,7 +76,10 @@ def test_release_needs_at_least_one_thread(dc):
     g.attach(0)
     driver.set_hold(True)
     g.destroy()
-    assert driver.release(0) == 1  # clamped to one thread
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        driver.release(0)
+    assert driver.held == 1, "a refused release must not drop the held destructor call"
+    assert driver.release(1) == 1
     assert driver.wait_idle(10.0)
 
 
