@@ -11,7 +11,10 @@ ensure_tools() {
   command -v g++ >/dev/null || missing+=(g++)
   if [ ${#missing[@]} -gt 0 ]; then
     say "installing ${missing[*]} (apt)"
-    apt-get install -y -q "${missing[@]}"
+    # A new machine may have empty package lists: update once, then retry.
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" \
+      || { DEBIAN_FRONTEND=noninteractive apt-get update -q || say "apt-get update reported errors; trying anyway"
+           DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; }
   fi
 }
 

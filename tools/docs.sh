@@ -36,7 +36,7 @@ if ((${#need[@]})); then
   say "apt-get install ${need[*]}"
   if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null; then
     say "apt-get update, then install again"
-    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null || say "apt-get update reported errors; trying the install anyway"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
   fi
 fi
