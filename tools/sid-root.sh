@@ -48,7 +48,7 @@ provision() {
   fi
   if ! command -v debootstrap >/dev/null; then
     say "installing debootstrap (apt-get)"
-    apt-get install -y -q debootstrap >&2 || { apt-get update -q >&2 && apt-get install -y -q debootstrap >&2; }
+    apt-get install -y -q debootstrap >&2 || { apt-get update -q >&2 || true; apt-get install -y -q debootstrap >&2; }
   fi
   local m; m=$(mirror)
   mkdir -p "$CACHE"
