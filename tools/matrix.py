@@ -248,7 +248,18 @@ def build(it: Interp, src_hash: str) -> None:
     say(f"{it.name}: built in {time.monotonic() - t0:.0f} s")
 
 
+_metadata: dict[str, dict] = {}
+
+
 def metadata(it: Interp) -> dict:
+    """Version, debug build and Py_GIL_DISABLED of it's interpreter, asked once
+    per run (the matrix table and the test summary both print them)."""
+    if it.name not in _metadata:
+        _metadata[it.name] = _ask_metadata(it)
+    return _metadata[it.name]
+
+
+def _ask_metadata(it: Interp) -> dict:
     code = ("import json,sys,sysconfig,platform;print(json.dumps({'version':platform.python_version(),"
             "'debug':hasattr(sys,'gettotalrefcount'),'gil_disabled':bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
             "'implementation':platform.python_implementation()}))")
