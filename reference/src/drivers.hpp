@@ -66,9 +66,10 @@ class SimulatedDriver final : public Driver {
   /// The next `n` attach() calls create the user object, then fail to hand it
   /// to the graph (the destructor then fires at once).
   void fail_next_retains(int n);
-  /// Test hook: the next `n` native threads this driver starts fail with
-  /// std::system_error (EAGAIN), as when the system refuses a thread.
-  void fail_next_thread_starts(int n);
+  /// Test hook: after `after` more successful starts, the next `n` native
+  /// threads this driver starts fail with std::system_error (EAGAIN), as
+  /// when the system refuses a thread.
+  void fail_next_thread_starts(int n, int after = 0);
   /// Test hook: the next `n` error messages attach() builds throw
   /// std::bad_alloc while being built (before any ownership changes hands).
   void fail_next_message_allocs(int n);
@@ -125,6 +126,7 @@ class SimulatedDriver final : public Driver {
   int fail_creates_ = 0;
   int fail_retains_ = 0;
   std::atomic<int> fail_thread_starts_{0};
+  std::atomic<int> succeed_thread_starts_{0};  // before fail_thread_starts_ applies
   int fail_message_allocs_ = 0;
   std::uint64_t lost_in_fork_ = 0;
   std::size_t running_ = 0;  // destructor calls running now (worker + bursts)
