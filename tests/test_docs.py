@@ -154,6 +154,20 @@ def test_probe_table_flags_a_difference_and_missing_versions():
     assert none == [] and "every measurement matches" in clean
 
 
+def test_free_threaded_line_is_derived_from_the_interpreters_measured():
+    """The version page's free-threaded sentence comes from each measured
+    interpreter's ``gil_disabled``, not from a fixed text."""
+    from dc_probe_table import render
+    from deferred_cleanup import cpython_facts
+
+    a, b = _fake_result("cp313-x", "3.13.0"), _fake_result("cp313t-x", "3.13.0")
+    a["interpreter"]["gil_disabled"], b["interpreter"]["gil_disabled"] = False, True
+    some, _ = render({"interpreters": [a, b], "free_threaded": "not available"}, cpython_facts)
+    assert "measured on ``cp313t-x`` (1 of the 2 interpreters)" in some and "not available" not in some
+    none, _ = render({"interpreters": [a], "free_threaded": "not available"}, cpython_facts)
+    assert "none of the 1 interpreters measured is one" in none and "not available" not in none
+
+
 # ------------------------------------------------------------------ the checks can fail
 BAD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>bad</title>
 <link rel="icon" href="data:,">
