@@ -280,6 +280,7 @@ if (cppApi) {
     if (dl.parentElement.closest('dl.cpp')) continue;  // members: their class carries the contract
     const dt = dl.querySelector(':scope > dt');
     const name = snip(dt ? dt.textContent.replace('\u00b6', '') : '?');
+    if (/^namespace\b/.test(name)) continue;  // the namespace's overview, not a declaration
     const dd = dl.querySelector(':scope > dd');
     const labels = [];
     for (const f of (dd ? dd.querySelectorAll('dl.field-list.dc-contract') : [])) {

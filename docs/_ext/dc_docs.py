@@ -863,6 +863,31 @@ def raises_nothing(app, what, name, obj, options, lines: list[str]) -> None:
         i += 1
 
 
+class CPythonChanged(SphinxDirective):
+    """``.. cpython-changed:: 3.13``: a ``versionchanged`` note about CPython's
+    behaviour, labelled "Changed in CPython 3.13" (the plain directive's
+    "Changed in version" would read as this project's version)."""
+
+    has_content = True
+    required_arguments = 1
+    optional_arguments = 1
+    final_argument_whitespace = True
+
+    def run(self):
+        from sphinx.domains.changeset import VersionChange
+
+        inner = VersionChange("versionchanged", self.arguments, self.options, self.content, self.lineno,
+                              self.content_offset, self.block_text, self.state, self.state_machine)
+        out = inner.run()
+        for node in out:
+            for label in node.findall(nodes.inline):
+                if "versionmodified" in label["classes"]:
+                    label.clear()
+                    label += nodes.Text(f"Changed in CPython {self.arguments[0]}: ")
+                    break
+        return out
+
+
 def setup(app: Sphinx):
     app.setup_extension("sphinx.ext.autodoc")  # for autodoc-process-docstring below
     app.setup_extension("sphinx.ext.graphviz")  # the sequence directive makes graphviz nodes
@@ -881,6 +906,7 @@ def setup(app: Sphinx):
     app.add_directive("sequence", Sequence)
     app.add_directive("doxygen-header", DoxygenHeader)
     app.add_directive("include-graph", IncludeGraph)
+    app.add_directive("cpython-changed", CPythonChanged)
     app.connect("missing-reference", resolve_header_links)
     app.connect("doctree-resolved", link_citations)
     app.connect("html-page-context", rewrite_html)
