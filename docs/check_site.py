@@ -29,9 +29,11 @@ Two checks, each returning a list of problems (empty when the site is good):
 from __future__ import annotations
 
 import functools
+import html
 import html.parser
 import http.server
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -136,6 +138,54 @@ def check_links(html_dir: Path) -> list[str]:
             if frag and target.suffix == ".html" and frag not in page(target).ids:
                 problems.append(f"{rel_src}: <{tag} {attr}> to a missing anchor: {url}")
     return problems
+
+
+# ------------------------------------------------------------------ private citations
+# "issue 3", "issues 2 and 3": this project's own tracker, which no reader can
+# open.  A public issue is cited with its tracker's form instead (gh-N, bpo-N,
+# cuda-python issue #N), which this pattern does not match.
+PRIVATE_ISSUE = re.compile(r"(?i)(?<![#\w-])issues? \d+\b(?! *[#\d])")
+
+
+def private_citations(text: str) -> list[str]:
+    """Mentions of this project's own issue numbers in a text.
+
+    Args:
+        text (str): page text (tags stripped) or a source file.
+
+    Returns:
+        list[str]: each mention with a little context; empty when none.
+
+    Raises:
+        Nothing.
+    """
+    return [" ".join(text[max(0, m.start() - 30):m.end() + 15].split()) for m in PRIVATE_ISSUE.finditer(text)]
+
+
+def check_private_citations(html_dir: Path) -> list[str]:
+    """Pages that cite this project's own issue numbers.
+
+    Args:
+        html_dir (pathlib.Path): the built site.
+
+    Returns:
+        list[str]: ``PAGE: "...issue N..."`` per mention, in the text of every
+        page except the copies of repository files under ``_repo/`` (those
+        show the files as they are; the headers among them are checked at
+        the source, by the caller).
+
+    Raises:
+        OSError: a page cannot be read.
+    """
+    html_dir = Path(html_dir)
+    out = []
+    for page in html_pages(html_dir):
+        rel = page.relative_to(html_dir).as_posix()
+        if rel.startswith("_repo/"):
+            continue
+        text = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8", errors="replace")))
+        out += [f'{rel}: "{m}"' for m in private_citations(text)]
+    return out
 
 
 # ------------------------------------------------------------------ browser
