@@ -247,9 +247,10 @@ LAYOUT_WIDTH_PX = 1400
 MIN_DIAGRAM_FONT_PX = 11.0
 CODE_FIT_PREFIXES = ("design/",)
 CPP_API_PAGES = ("api/cpp.html",)
+PY_API_PAGES = ("api/python.html",)
 
 LAYOUT_JS = r"""
-const [codeFit, cppApi, minFont] = arguments;
+const [codeFit, cppApi, minFont, pyApi] = arguments;
 const out = [];
 const main = document.querySelector('article[role=main]') || document.querySelector('article') || document.body;
 const mainBox = main.getBoundingClientRect();
@@ -341,7 +342,22 @@ if (cppApi) {
     if (bad.length) out.push(`C++ API: ${name}: not exactly one labelled line for ${bad.join(', ')} (found: ${labels.join(', ') || 'none'})`);
   }
 }
-// 6. diagrams: the smallest text as rendered
+// 6. Python API: each signature once, in public types
+if (pyApi) {
+  for (const dl of main.querySelectorAll('dl.py')) {
+    const dt = dl.querySelector(':scope > dt');
+    if (!dt) continue;
+    const sig = snip(dt.textContent.replace('\u00b6', ''));
+    if (/\b_native\./.test(sig)) out.push(`Python API: a private type in the signature: ${sig}`);
+    const name = (dt.querySelector('.sig-name') || dt).textContent.trim();
+    const dd = dl.querySelector(':scope > dd');
+    const first = dd && dd.querySelector(':scope > p');
+    if (first && name && first.textContent.trim().startsWith(name + '(')) {
+      out.push(`Python API: the signature is shown twice: ${snip(first.textContent)}`);
+    }
+  }
+}
+// 7. diagrams: the smallest text as rendered
 for (const el of main.querySelectorAll('object.graphviz')) {
   const svg = el.contentDocument && el.contentDocument.documentElement;
   if (!svg || !svg.viewBox || !svg.viewBox.baseVal || !svg.viewBox.baseVal.width) continue;
@@ -473,7 +489,8 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
                         problems.append(f"{rel}: request answered {status}: {params['response'].get('url')}")
             if not query:
                 for problem in driver.execute_script(LAYOUT_JS, rel_path.startswith(CODE_FIT_PREFIXES),
-                                                     rel_path in CPP_API_PAGES, MIN_DIAGRAM_FONT_PX):
+                                                     rel_path in CPP_API_PAGES, MIN_DIAGRAM_FONT_PX,
+                                                     rel_path in PY_API_PAGES):
                     problems.append(f"{rel}: {problem}")
             diagrams = driver.execute_script(DIAGRAM_JS)
             stats["diagrams"][rel] = len(diagrams)

@@ -357,6 +357,10 @@ LAYOUT_BAD = {
         "<dt>Thread</dt><dd>any</dd><dt>Thread</dt><dd>again</dd><dt>Errors</dt><dd>none</dd></dl></dd></dl>"
         '<object class="graphviz" type="image/svg+xml" data="../_images/tiny.svg" style="width:700px"></object>'),
 }
+LAYOUT_BAD["api/python.html"] = _page(
+    '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>(self: '
+    "deferred_cleanup._native.Graph, obj: object) -> None</dt><dd><p>attach(obj: object) -> None</p>"
+    "<p>An entry point.</p></dd></dl>")
 LAYOUT_GOOD = {
     "design/good.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>short line</pre></div></div>'),
     "good-tables.html": _page(
@@ -372,6 +376,9 @@ LAYOUT_GOOD = {
         "<dt>Thread</dt><dd>any</dd><dt>Memory ordering</dt><dd>none</dd><dt>Errors</dt><dd>none</dd>"
         "<dt>Source</dt><dd>this project</dd></dl></dd></dl>"
         '<object class="graphviz" type="image/svg+xml" data="../_images/legible.svg" style="width:700px"></object>'),
+    "api/python.html": _page(
+        '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>(obj: object) -> None</dt>'
+        "<dd><p>An entry point.</p></dd></dl>"),
 }
 
 
@@ -408,8 +415,10 @@ def test_layout_check_catches_each_fault(site, tmp_path):
         "a duplicated label and missing ones": r"^api/cpp\.html: C\+\+ API: void g\(\): not exactly one labelled "
                                                r"line for Thread, Memory ordering, Source",
         "illegible diagram": r"^api/cpp\.html: diagram \.\./_images/tiny\.svg: text renders at \d+\.\d px",
+        "private type in a Python signature": r"^api/python\.html: Python API: a private type in the signature: attach",
+        "Python signature shown twice": r"^api/python\.html: Python API: the signature is shown twice: attach\(obj",
     }
     missing = [what for what, pattern in expected.items() if not any(re.search(pattern, p) for p in bad)]
     assert missing == [], f"not reported: {missing}\n" + "\n".join(bad)
     good, stats = check_in_browser(_write_site(tmp_path / "good", LAYOUT_GOOD), search_query=None)
-    assert good == [] and stats["pages"] == 3, good
+    assert good == [] and stats["pages"] == 4, good
