@@ -673,12 +673,14 @@ NO_AUTOLINK = (nodes.reference, nodes.literal_block, nodes.raw, nodes.comment, n
                nodes.FixedTextElement, addnodes.desc_signature, addnodes.pending_xref, addnodes.toctree)
 
 
-def citation_url(config, match: re.Match) -> str:
-    """The URL of one citation match, from conf.py's ``extlinks``."""
+def citation_url(config, match: re.Match) -> str | None:
+    """The URL of one citation match, from conf.py's ``extlinks``; None when
+    the project defines no such role (then the mention stays text)."""
     kind = match.lastgroup if match.lastgroup in CITATION_ROLE else next(
         k for k in CITATION_ROLE if match.group(k))
     role, num = CITATION_ROLE[kind]
-    return config.extlinks[role][0] % match.group(num)
+    pattern = (getattr(config, "extlinks", None) or {}).get(role)
+    return pattern[0] % match.group(num) if pattern else None
 
 
 def link_citations(app, doctree, fromdocname) -> None:
@@ -702,17 +704,20 @@ def link_citations(app, doctree, fromdocname) -> None:
         if isinstance(parent, nodes.literal):
             # Inline code that is exactly one citation: link the whole literal.
             m = CITATION.fullmatch(parent.astext().strip())
-            if m and parent.parent is not None and not isinstance(parent.parent, NO_AUTOLINK):
+            if m and citation_url(app.config, m) and parent.parent is not None \
+                    and not isinstance(parent.parent, NO_AUTOLINK):
                 parent.replace_self(nodes.reference("", "", parent.deepcopy(), refuri=citation_url(app.config, m),
                                                     classes=["dc-citation"]))
             continue
         out: list[nodes.Node] = []
         pos, src = 0, str(text)
         for m in CITATION.finditer(src):
+            url = citation_url(app.config, m)
+            if url is None:
+                continue
             if m.start() > pos:
                 out.append(nodes.Text(src[pos:m.start()]))
-            out.append(nodes.reference(m.group(0), m.group(0), refuri=citation_url(app.config, m),
-                                       classes=["dc-citation"]))
+            out.append(nodes.reference(m.group(0), m.group(0), refuri=url, classes=["dc-citation"]))
             pos = m.end()
         if pos < len(src):
             out.append(nodes.Text(src[pos:]))
@@ -734,7 +739,8 @@ def _link_text_segments(html_text: str, config) -> str:
             out.append(tok)
         else:
             out.append(CITATION.sub(lambda m: f'<a class="reference external dc-citation" '
-                                              f'href="{citation_url(config, m)}">{m.group(0)}</a>', tok))
+                                              f'href="{citation_url(config, m)}">{m.group(0)}</a>'
+                                    if citation_url(config, m) else m.group(0), tok))
     return "".join(out)
 
 
