@@ -174,7 +174,7 @@ class CudaCoreImpl:
         self.dev = cc.Device(0)
         self.dev.set_current()
         self.stream = self.dev.create_stream()
-        self.kernel = cc.ObjectCode.from_ptx(SPIN_PTX).get_kernel("dc_spin")
+        self.kernel = cc.ObjectCode.from_ptx(SPIN_PTX.encode()).get_kernel("dc_spin")  # str would be a path
         self.config = cc.LaunchConfig(grid=1, block=1)
         self.buf = self.dev.allocate(1 << 16, stream=self.stream)  # memset targets; lives as long as the process
         self.stream.sync()
@@ -707,7 +707,10 @@ def _fmt(v) -> str:
 def summary(scenario: str, fig: dict) -> str:
     """The figures of one result as one short line (the table's last column)."""
     f = {k: _fmt(v) for k, v in fig.items()}
-    g = f.get
+
+    def g(key: str) -> str:
+        return f.get(key, "-")
+
     threads = f"released on main {g('released_on_main')}, off main {g('released_off_main')}"
     if scenario == "A":
         s = (f"released {g('released')}/{g('payloads')}; last destroy to last release "
