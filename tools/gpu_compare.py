@@ -10,6 +10,7 @@ and a Markdown table generated from it::
         [--cuda-core LABEL=PATH ...]     # PATH '' or 'env': the interpreter's own cuda-core
         [--ours VARIANT ...]             # DEFERRED_CLEANUP_VARIANT values (reference, cuda-core-1.2, seed)
         [--scenarios A,B,C,D,E] [--budget-s 480] [--e-seconds 24]
+    python3 tools/gpu_compare.py --render DIR/gpu-compare.json   # the table again, from the JSON alone
 
 ``DIR`` receives ``gpu-compare.json``, ``gpu-compare.md`` and ``logs/`` (one
 raw log per subprocess: its stdout and stderr).  Exit status: 0 when every
@@ -713,8 +714,16 @@ def summary(scenario: str, fig: dict) -> str:
 
     threads = f"released on main {g('released_on_main')}, off main {g('released_off_main')}"
     if scenario == "A":
-        s = (f"released {g('released')}/{g('payloads')}; last destroy to last release "
-             f"{g('ms_last_destroy_to_last_release')} ms; {threads}")
+        s = f"released {g('released')}/{g('payloads')}; "
+        if fig.get("released_before_last_destroy_returned") == fig.get("payloads"):
+            s += "all of them before the last destroy returned"
+        else:
+            s += (f"{g('released_before_last_destroy_returned')} before the last destroy returned, the last "
+                  f"{g('ms_last_destroy_to_last_release')} ms after it")
+        s += f"; {threads}"
+        if "destructors_on_main" in fig:
+            s += (f"; ours: destructors on {g('destructor_threads')} threads "
+                  f"({g('destructors_on_main')} on the main thread)")
     elif scenario.startswith("B-"):
         s = (f"released during the {g('loop_s')} s loop {g('released_during_loop')}/{g('payloads')}, after it "
              f"{g('released_after_loop')} (last {g('ms_loop_end_to_last_release')} ms after its end); {threads}")
@@ -736,8 +745,9 @@ def summary(scenario: str, fig: dict) -> str:
     else:
         s = ", ".join(f"{k} {v}" for k, v in f.items())
     if "direct_drains" in fig:
-        s += (f"; ours: pending calls {g('pending_calls')}, direct drains {g('direct_drains')}, "
-              f"schedule failures {g('schedule_failures')}")
+        s += ("," if "; ours: " in s else "; ours:") + (
+            f" pending calls {g('pending_calls')}, direct drains {g('direct_drains')}, "
+            f"schedule failures {g('schedule_failures')}")
     return s
 
 
@@ -812,9 +822,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", default="A,B,C,D,E", help="comma-separated: A, B (all forms), B-pure, ..., E")
     ap.add_argument("--budget-s", type=float, default=480.0, help="wall-clock budget of the whole run (seconds)")
     ap.add_argument("--e-seconds", type=float, default=24.0, help="scenario E's production time (seconds)")
+    ap.add_argument("--render", metavar="JSON",
+                    help="only write the Markdown table of an existing JSON next to it (gpu-compare.md)")
     ap.add_argument("--child", nargs=3, metavar=("KIND", "SCENARIO", "RESULT"), help=argparse.SUPPRESS)
     ap.add_argument("--release-log", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.render:
+        src = Path(a.render)
+        (src.parent / "gpu-compare.md").write_text(render_markdown(json.loads(src.read_text())))
+        return 0
     if a.child:
         return child(a.child[0], a.child[1], a.child[2], a.e_seconds, a.release_log)
     try:

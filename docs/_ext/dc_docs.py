@@ -451,6 +451,7 @@ def setup(app: Sphinx):
     app.add_directive("sequence", Sequence)
     app.add_directive("doxygen-header", DoxygenHeader)
     app.add_directive("include-graph", IncludeGraph)
+    app.setup_extension("dc_gpu_compare")  # the gpu-compare-table directive (docs/_ext/dc_gpu_compare.py)
     app.connect("missing-reference", resolve_header_links)
     app.connect("autodoc-process-docstring", raises_nothing, priority=400)  # before napoleon (500)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
