@@ -94,6 +94,7 @@ def test_the_spin_kernel_is_the_same_on_both_sides(tool):
     assert cpp.group(1).strip() == tool.SPIN_PTX.strip()
 
 
+@pytest.mark.gpu
 def test_the_script_runs_or_says_in_one_line_why_not(tmp_path):
     """Status 2 with one line where there is no GPU or no cuda-core (then
     skip, naming it); otherwise scenario A end to end on whatever is here."""
