@@ -158,7 +158,8 @@ class CudaDriver final : public Driver {
       load(module_unload_, "cuModuleUnload");
       load(graph_add_kernel_node_, "cuGraphAddKernelNode");
 #else
-      throw DriverUnavailable("cuda driver: spin_us needs cuda.h from CUDA 12.0 or later at build time");
+      throw DriverUnavailable(
+          "cuda driver: spin_us needs cuda.h from CUDA 12.0 or later at build time");
 #endif
     }
 
@@ -214,12 +215,14 @@ class CudaDriver final : public Driver {
       const CUresult krc = graph_add_kernel_node_(&spin, e.graph, nullptr, 0, &p);
       if (krc != CUDA_SUCCESS) {
         graph_destroy_(e.graph);
-        throw DriverError("cuda driver: cuGraphAddKernelNode (spin kernel) failed: " + describe(krc));
+        throw DriverError("cuda driver: cuGraphAddKernelNode (spin kernel) failed: " +
+                          describe(krc));
       }
     }
 #endif
     CUgraphNode node = nullptr;
-    const CUresult rc = graph_add_empty_node_(&node, e.graph, spin != nullptr ? &spin : nullptr, spin != nullptr ? 1 : 0);
+    const CUresult rc =
+        graph_add_empty_node_(&node, e.graph, spin != nullptr ? &spin : nullptr, spin != nullptr ? 1 : 0);
     if (rc != CUDA_SUCCESS) {
       graph_destroy_(e.graph);
       throw DriverError("cuda driver: cuGraphAddEmptyNode failed: " + describe(rc));
