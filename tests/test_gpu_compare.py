@@ -127,3 +127,23 @@ def test_the_built_page_shows_every_row(tool, run_data):
             assert " ".join(cell.split()) in text, f"not on the built page: {cell!r}"
     for name in ("def scenario_a", "def scenario_e", "class CudaCoreImpl"):
         assert name in text
+
+
+@pytest.mark.parametrize("behaviour, status", [("crash", "crashed"), ("hang", "hung")])
+def test_a_crash_or_hang_of_an_implementation_is_a_result(tool, tmp_path, behaviour, status):
+    """run_one on an implementation whose import kills its process (SIGABRT)
+    or never returns: the script records 'crashed (SIGABRT)' or 'hung (killed
+    after ...)' for that row and goes on, instead of failing itself."""
+    fake = tmp_path / "site" / "deferred_cleanup"
+    fake.mkdir(parents=True)
+    body = "import os, signal\nos.kill(os.getpid(), signal.SIGABRT)\n" if behaviour == "crash" else \
+        "import time\ntime.sleep(600)\n"
+    (fake / "__init__.py").write_text(body)
+    impl = {"id": f"fake-{behaviour}", "label": behaviour, "kind": "ours", "path": str(fake.parent), "env": {}}
+    rec = tool.run_one(impl, "A", tmp_path / "out", timeout_s=5.0, e_seconds=1.0)
+    assert rec["status"] == status, rec
+    assert (tmp_path / "out" / rec["log"]).is_file()
+    row = tool.outcome(rec)
+    assert row == ("crashed (SIGABRT)" if behaviour == "crash" else "hung (killed after 5.0 s)")
+    if behaviour == "hang":
+        assert 5.0 <= rec["seconds"] < 30.0
