@@ -913,6 +913,7 @@ def setup(app: Sphinx):
     app.add_directive("doxygen-header", DoxygenHeader)
     app.add_directive("include-graph", IncludeGraph)
     app.add_directive("cpython-changed", CPythonChanged)
+    app.setup_extension("dc_gpu_compare")  # the gpu-compare-table directive (docs/_ext/dc_gpu_compare.py)
     app.connect("missing-reference", resolve_header_links)
     app.connect("doctree-resolved", link_citations)
     app.connect("html-page-context", rewrite_html)

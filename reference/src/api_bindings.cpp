@@ -79,7 +79,7 @@ std::unique_ptr<PyGraph> create_graph(const std::shared_ptr<Driver>& d) {
 /// A CUDA driver with its info, as one Driver for the bindings.
 class CudaDriverBox final : public Driver {
  public:
-  CudaDriverBox() : inner_(make_cuda_driver(&info_)) {}
+  explicit CudaDriverBox(const CudaOptions& o) : inner_(make_cuda_driver(&info_, o)) {}
   const char* name() const noexcept override { return "cuda"; }
   GraphHandle create_graph() override { return inner_->create_graph(); }
   AttachResult attach(GraphHandle g, DestructorFn fn, void* arg) override { return inner_->attach(g, fn, arg); }
@@ -290,13 +290,17 @@ void register_api(py::module_& m) {
 
   py::class_<CudaDriverBox, Driver, std::shared_ptr<CudaDriverBox>>(
       m, "CudaDriver",
-      "CudaDriver()\n\nThe CUDA driver API, opened at run time (dlopen libcuda.so.1, cuGetProcAddress), on "
-      "device 0's primary context. Raises DriverUnavailable naming the reason (no cuda.h at build time, no "
-      "libcuda, cuInit failure, no device).")
-      .def(py::init([] {
-        entry();
-        return std::make_shared<CudaDriverBox>();
-      }))
+      "CudaDriver(spin_us: int = 0)\n\nThe CUDA driver API, opened at run time (dlopen libcuda.so.1, "
+      "cuGetProcAddress), on device 0's primary context. spin_us > 0 (microseconds): every graph also holds "
+      "one kernel node spinning that long before its empty node, so a launch keeps its user objects alive "
+      "that long. Raises DriverUnavailable naming the reason (no cuda.h at build time, no libcuda, cuInit "
+      "failure, no device), DriverError (spin kernel failed to load), ValueError (spin_us < 0).")
+      .def(py::init([](long long spin_us) {
+             entry();
+             if (spin_us < 0) throw py::value_error("CudaDriver: spin_us must be >= 0 microseconds");
+             return std::make_shared<CudaDriverBox>(CudaOptions{static_cast<std::uint64_t>(spin_us)});
+           }),
+           py::arg("spin_us") = 0)
       .def_property_readonly(
           "driver_version", [](const CudaDriverBox& d) { return d.info().driver_version; },
           "int: cuDriverGetVersion (e.g. 12080 for 12.8).")

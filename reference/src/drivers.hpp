@@ -142,9 +142,20 @@ struct CudaInfo {
   std::string device_name;  ///< cuDeviceGetName of device 0
 };
 
+/// Options of the CUDA driver.
+struct CudaOptions {
+  /// When > 0, every graph gets one kernel node (one thread) that spins on
+  /// %globaltimer for this many microseconds, before its empty node: a launch
+  /// keeps the graph's user objects alive at least that long.  0: no kernel.
+  std::uint64_t spin_us = 0;
+};
+
 /// Create the CUDA driver.  Throws DriverUnavailable naming the reason when
-/// cuda.h was missing at build time, libcuda.so.1 cannot be opened, an entry
-/// point is missing, cuInit fails or there is no device.
-std::unique_ptr<Driver> make_cuda_driver(CudaInfo* info);
+/// cuda.h was missing at build time (or older than CUDA 12.0 with spin_us >
+/// 0), libcuda.so.1 cannot be opened, an entry point is missing, cuInit fails
+/// or there is no device; DriverError when the spin kernel's PTX does not load.
+/// Thread: the main thread.  Blocking: cuInit and the PTX JIT may take a
+/// while.  Source: CUDA Driver API cuModuleLoadData, cuGraphAddKernelNode.
+std::unique_ptr<Driver> make_cuda_driver(CudaInfo* info, const CudaOptions& options = {});
 
 }  // namespace deferred_cleanup

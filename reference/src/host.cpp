@@ -32,7 +32,7 @@
 #include "host.hpp"
 
 #include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
+#include <pybind11/stl.h>  // destructor_threads() returns a std::vector
 #include <pthread.h>
 #include <unistd.h>
 
