@@ -106,6 +106,7 @@ struct Stats {
 template <class P>
 class BasicQueue {
  public:
+  /// The policy: memory orders and protocol shape (policy.hpp).
   using Policy = P;
 
   /// Construct an idle queue: empty, not scheduled, accepting, host alive.
@@ -706,9 +707,20 @@ class BasicQueue {
 };
 // [end-doc:queue]
 
-/// The queue types of the three variants.
+/// The queue of the reference variant.
+///
+/// Thread: see BasicQueue.  Memory ordering: ReferencePolicy's constants.
+/// Errors: none.  Source: policy.hpp.
 using ReferenceQueue = BasicQueue<ReferencePolicy>;
+/// The queue of the seed variant (the cuda-python PR #2371 text).
+///
+/// Thread: see BasicQueue.  Memory ordering: SeedPolicy's constants.
+/// Errors: none.  Source: policy.hpp.
 using SeedQueue = BasicQueue<SeedPolicy>;
+/// The queue of the cuda-core-1.2 variant (the cuda-core 1.2.0 wheel).
+///
+/// Thread: see BasicQueue.  Memory ordering: CudaCore12Policy's constants.
+/// Errors: none.  Source: policy.hpp.
 using CudaCore12Queue = BasicQueue<CudaCore12Policy>;
 
 }  // namespace deferred_cleanup
