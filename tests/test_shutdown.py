@@ -116,3 +116,23 @@ def test_daemon_thread_in_a_blocking_call_never_aborts_exit(scenario):
         if out["rc"] != 0:
             bad.append((run, out["rc"], out["stderr"][-300:]))
     assert bad == [], f"{len(bad)} of 50 runs did not exit 0: {bad[:3]}"
+
+
+@pytest.mark.parametrize("variant", ["seed", "cuda-core-1.2"])
+def test_comparison_variant_window_is_measured(scenario, variant, tmp_path):
+    """The width of each comparison variant's window, as the backstop
+    measures it: seed, from the end of the Python atexit phase (finalization
+    begins) to its Py_AtExit callback; cuda-core-1.2, the widest interval
+    between its finalizing check and Py_AddPendingCall in a burst.  Written
+    to build/shutdown-windows/<variant>.json for the shutdown page."""
+    out = scenario("exit_in_flight", "500", "8", "burst", variant=variant)
+    assert out["rc"] == 0, out["stderr"]
+    s = out["at_exit"]
+    assert s["exit_to_backstop_ns"] > 0, s
+    if variant == "cuda-core-1.2":
+        assert s["check_to_call_ns_max"] > 0, s
+    dest = __import__("pathlib").Path(__file__).resolve().parent.parent / "build" / "shutdown-windows"
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / f"{variant}.json").write_text(__import__("json").dumps(
+        {"variant": variant, "exit_to_backstop_ns": s["exit_to_backstop_ns"],
+         "check_to_call_ns_max": s["check_to_call_ns_max"]}))

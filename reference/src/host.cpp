@@ -69,6 +69,12 @@ namespace {
 // before the producer read g_torn_down (store buffering, as in the gate).
 std::atomic<std::uint32_t> g_in_host{0};
 
+// When the last finalizing check was made (cuda-core-1.2 and seed drains),
+// and the widest check-to-call interval seen: the window in which a call
+// can still reach CPython after finalization began.  Statistics only.
+std::atomic<std::int64_t> g_last_check_ns{0};
+std::atomic<std::int64_t> g_check_to_call_max{0};
+
 // Whether the main thread is inside one of our pending calls now (main
 // thread only).  A child forked by another thread meanwhile inherits
 // CPython's "a thread is handling pending calls" state and, on the versions
@@ -94,6 +100,12 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
     // Statistics only: a call into CPython after teardown (the hazard).
     g_counters.host_calls_after_teardown.fetch_add(1, std::memory_order_relaxed);
   }
+  if (g_variant == Variant::cuda_core_1_2) {
+    const std::int64_t d = now_ns() - g_last_check_ns.load(std::memory_order_relaxed);  // statistics
+    std::int64_t m = g_check_to_call_max.load(std::memory_order_relaxed);             // statistics
+    while (d > m && !g_check_to_call_max.compare_exchange_weak(m, d, std::memory_order_relaxed)) {
+    }
+  }
   int rc = 0;
   if (!test_hook_lose_call()) {
     rc = Py_AddPendingCall(&host_trampoline, arg);
@@ -112,7 +124,10 @@ bool finalizing_now() {
 }
 
 // cuda-core 1.2.0's test, as shipped: `!Py_IsInitialized() || finalizing`.
-bool host_finalizing() { return !Py_IsInitialized() || finalizing_now(); }
+bool host_finalizing() {
+  g_last_check_ns.store(now_ns(), std::memory_order_relaxed);  // statistics only
+  return !Py_IsInitialized() || finalizing_now();
+}
 
 // ---------------------------------------------------------------- deferred interrupts
 
@@ -304,8 +319,10 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
   std::fprintf(f, ", \"exit_gate_clear\": %s", g_exit.gate_clear ? "true" : "false");
   // The seed's window: from the end of the Python atexit phase (our exit
   // hook, reference only) or, without one, unknown (-1), to the backstop.
-  const long long window = g_exit.ran ? static_cast<long long>(backstop_ns - g_exit.at_ns) : -1;
+  const long long window = g_exit.at_ns != 0 ? static_cast<long long>(backstop_ns - g_exit.at_ns) : -1;
   std::fprintf(f, ", \"exit_to_backstop_ns\": %lld", window);
+  std::fprintf(f, ", \"check_to_call_ns_max\": %lld",
+               static_cast<long long>(g_check_to_call_max.load(std::memory_order_relaxed)));  // statistics
   std::fprintf(f, "}\n");
   std::fclose(f);
 }
@@ -588,6 +605,14 @@ py::dict exit_hook() {
   return d;
 }
 
+void mark_atexit_end() {
+  // Comparison variants: the end of the Python atexit phase (the same
+  // last-moment hook as the reference's exit sequence, doing nothing else),
+  // so the backstop can report the width of the window between finalization
+  // and the Py_AtExit callbacks.
+  if (g_exit.at_ns == 0) g_exit.at_ns = now_ns();
+}
+
 void after_fork_child() {
   const unsigned long me = PyThread_get_thread_ident();
   const bool same = me == g_main_ident;
@@ -670,6 +695,9 @@ void init_host(py::module_& m) {
         "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup at the end of "
         "the atexit phase): drain while destructors are due (bounded by exit_wait_s), close the gate, wait it "
         "out, final drain, host dead. Raises NotMainThreadError off the main thread (nothing drained).");
+  m.def("_mark_atexit_end", &mark_atexit_end,
+        "_mark_atexit_end() -> None\n\nComparison variants: record the end of the atexit phase (for the window "
+        "report of the Py_AtExit backstop).");
   m.def("_after_fork_child", &after_fork_child,
         "_after_fork_child() -> None\n\nos.register_at_fork(after_in_child=...) handler: reset the queue's "
         "thread-bound state and the simulated drivers' threads in the child.");
