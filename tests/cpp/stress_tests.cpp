@@ -107,6 +107,10 @@ StressResult stress(const StressConfig& cfg) {
     dc::init_item(items[i], &hits[i], &count_on_consumer);
   }
 
+  if (cfg.foreign) {
+    while (dc_test::add_foreign()) {
+    }
+  }
   const auto t0 = std::chrono::steady_clock::now();
   std::atomic<std::uint64_t> finished{0};
   std::vector<std::thread> threads;
@@ -127,6 +131,17 @@ StressResult stress(const StressConfig& cfg) {
       }
       finished.fetch_add(1, std::memory_order_release);  // read by the consumer's loop exit
     });
+  }
+
+  // A foreign user fills the ring before the producers start and the
+  // consumer waits until one met it, so that some producer meets a full ring
+  // whatever the run's length (bounded wait).
+  if (cfg.foreign) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (dc_test::counters().refused_full == 0 && finished.load() < producers &&
+           std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
   }
 
   // The consumer: main thread.
