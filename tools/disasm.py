@@ -90,7 +90,7 @@ def mark(line: str) -> str:
         return f"{line}    <- xchg with memory: locked, full barrier"
     if re.match(r"\s*mfence", ins):
         return f"{line}    <- mfence: full barrier"
-    if re.match(r"\s*movb\s+\$0x0,", ins):
+    if re.match(r"\s*movb\s+\$0x0,", ins) and "(%rsp)" not in ins:  # not a local
         return f"{line}    <- plain byte store of 0: may wait in the store buffer"
     return line
 

@@ -306,6 +306,51 @@ TEST(Reference, DirectDrainNeverReadsAFreedItem) {
   poison_round<dc::ReferencePolicy>(Way::entry_point, false);
 }
 
+// Ported from the `mutate` branch (tests/cpp/core_tests.cpp there, commit
+// 4f5d52a): heap items that their own cleanup poisons and frees, half through
+// a pending call, half refused (full ring) and then cleaned through an entry
+// point: the reference drains directly, the comparison variants' retry makes
+// the pending call.
+struct Owned {
+  dc::DeferredCleanupItem item;
+  std::size_t index = 0;
+  std::vector<unsigned char>* hits = nullptr;
+};
+
+void owned_free_and_poison(void* payload) noexcept {
+  auto* o = static_cast<Owned*>(payload);
+  ++(*o->hits)[o->index];
+  std::memset(static_cast<void*>(o), 0xA5, sizeof(Owned));
+  delete o;
+}
+
+Owned* new_owned(std::vector<unsigned char>& hits, std::size_t index) {
+  auto* o = new Owned;
+  o->index = index;
+  o->hits = &hits;
+  dc::init_item(o->item, o, &owned_free_and_poison);
+  return o;
+}
+
+TYPED_TEST(Core, CleanupMayFreeAndPoisonItsItemAlsoAfterARefusal) {
+  dc_test::reset_host(1, 0, 1);
+  dc::BasicQueue<TypeParam> q(dc_test::host());
+  std::vector<unsigned char> hits(16, 0);
+  for (std::size_t i = 0; i < 8; ++i) dc::on_user_object_destroyed(q, &new_owned(hits, i)->item);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  ASSERT_TRUE(dc_test::add_foreign());
+  for (std::size_t i = 8; i < 16; ++i) {
+    EXPECT_EQ(dc::on_user_object_destroyed(q, &new_owned(hits, i)->item),
+              dc::ScheduleResult::refused);
+  }
+  EXPECT_EQ(dc_test::run_all(), 1u);  // the foreign call
+  dc::drain_at_entry(q);
+  dc_test::run_all();
+  for (std::size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << "item " << i;
+  EXPECT_EQ(q.stats.cleaned.load(), 16u);
+  EXPECT_TRUE(q.empty_snapshot());
+}
+
 // ------------------------------------------------------------- the backstop
 
 TYPED_TEST(Core, BackstopCountsWithoutTaking) {
