@@ -66,6 +66,7 @@ struct StressConfig {
   unsigned entry_every = 0;  // 0: no entry points, only pending calls drain
   bool foreign = false;
   std::uint32_t lose_ppm = 0;        // lost calls (reference re-arm test)
+  unsigned lose_first = 0;           // lose the first N accepted calls, whatever the run's length
   std::int64_t stale_bound_ns = 0;   // > 0: real clock and this stale bound
 };
 
@@ -92,6 +93,7 @@ StressResult stress(const StressConfig& cfg) {
   const std::uint64_t burst = env_u64("DC_STRESS_BURST", 64);
 
   dc_test::reset_host(cfg.capacity, cfg.refuse_ppm, seed, cfg.lose_ppm);
+  dc_test::lose_next(cfg.lose_first);
   dc_test::set_main_thread();
   g_consumer = std::this_thread::get_id();
   g_off_thread.store(0);
@@ -287,6 +289,7 @@ TEST(StressReference, LostCallsAreReArmedAtMostTwoOutstanding) {
   cfg.capacity = 8;
   cfg.entry_every = 64;
   cfg.lose_ppm = 20000;
+  cfg.lose_first = 1;  // short runs make few calls: lose the first one for sure
   cfg.stale_bound_ns = 200'000;  // 0.2 ms
   const StressResult r = stress<dc::ReferencePolicy>(cfg);
   report("reference", "lost calls, re-arm", r);
