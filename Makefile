@@ -3,8 +3,9 @@
 PYTHON ?= python3
 MATRIX  = $(PYTHON) tools/matrix.py
 SOAK_N ?= 200
+LOST_WAKEUP_N ?= 2000000
 
-.PHONY: help probe test provision build docs sanitize tsan asan soak gpu-compare clean
+.PHONY: help probe test provision build docs sanitize tsan asan soak gpu-compare lost-wakeup clean
 
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
@@ -14,6 +15,7 @@ help:
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
 	@echo "make gpu-compare  scenarios A-E on cuda-core and on our cuda driver (needs a GPU, cuda-core and"
 	@echo "               deferred_cleanup installed in $(PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
+	@echo "make lost-wakeup  the lost wakeup on this CPU, per variant (LOST_WAKEUP_N=$(LOST_WAKEUP_N) handoffs)"
 
 provision:
 	$(MATRIX) provision
@@ -47,6 +49,18 @@ soak:
 # GPU_COMPARE_ARGS: e.g. --cuda-core 1.2.2=/tmp/cc122 --ours reference cuda-core-1.2
 gpu-compare:
 	$(PYTHON) tools/gpu_compare.py --out build/gpu-compare $(GPU_COMPARE_ARGS)
+# The lost wakeup on real hardware (tests/cpp/lost_wakeup.cpp): one line per
+# variant; the counts go to build/lost-wakeup/lost-wakeup.json and, with the
+# disassembly of our build (tools/disasm.py), to notes/lost-wakeup/ for the
+# docs page "The lost wakeup on real hardware".
+lost-wakeup:
+	@mkdir -p build/lost-wakeup notes/lost-wakeup
+	cmake -S tests/cpp -B build/lost-wakeup -DDC_LOST_WAKEUP_ONLY=ON -DCMAKE_BUILD_TYPE=None \
+	  >build/lost-wakeup/configure.log 2>&1 || { cat build/lost-wakeup/configure.log; exit 1; }
+	cmake --build build/lost-wakeup --target lost_wakeup
+	build/lost-wakeup/lost_wakeup --iterations $(LOST_WAKEUP_N) --json build/lost-wakeup/lost-wakeup.json
+	cp build/lost-wakeup/lost-wakeup.json notes/lost-wakeup/lost-wakeup.json
+	$(PYTHON) tools/disasm.py ours build/lost-wakeup/lost_wakeup -o notes/lost-wakeup/disasm-ours.txt
 
 clean:
 	rm -rf build

@@ -18,6 +18,9 @@ from the code and the measurements rather than copied from them.
   header, read from Doxygen's XML and rendered through Breathe's per-symbol
   directives, so that a declaration added to a header appears without editing
   the page, and the API reference stays grouped by header.
+* ``.. lost-wakeup-table::``: the lost-wakeup rates per variant, read from
+  the JSON that ``make lost-wakeup`` writes (``notes/lost-wakeup/lost-wakeup.json``,
+  committed), with the machine and compiler it was measured on.
 * ``.. component-quotes:: NAME``: checks that the header
   ``reference/include/deferred_cleanup/NAME.hpp`` is quoted by the page that
   uses it (each component page quotes its own header), then renders nothing.
@@ -311,6 +314,38 @@ class ProbeMatrix(SphinxDirective):
             logger.warning("probe-matrix: %s", p, location=self.get_location())
         container = nodes.container(classes=["probe-matrix"])
         self.state.nested_parse(StringList(rst.splitlines(), source=str(path)), self.content_offset, container)
+        return [container]
+
+
+# --------------------------------------------------------------- lost wakeup
+class LostWakeupTable(SphinxDirective):
+    """Render the JSON of ``make lost-wakeup`` (tests/cpp/lost_wakeup.cpp) as a
+    table: one row per variant, then the machine and compiler it ran on."""
+
+    has_content = False
+    option_spec = {"json": directives.unchanged}
+
+    def run(self):
+        rel = self.options.get("json", "notes/lost-wakeup/lost-wakeup.json")
+        path = REPO / rel
+        self.env.note_dependency(str(path))
+        if not path.exists():
+            raise self.error(f"{rel} is missing: run `make lost-wakeup` and commit it")
+        data = json.loads(path.read_text())
+        rows = ["   * - variant", "     - handoffs", "     - lost wakeups", "     - rate",
+                "     - seconds"]
+        for v in data["variants"]:
+            n, k = v["iterations"], v["lost"]
+            rows += [f"   * - ``{v['variant']}``", f"     - {n:,}", f"     - {k:,}",
+                     f"     - {k / n:.2e}" if n else "     - -", f"     - {v['seconds']:.1f}"]
+        rst = [".. list-table::", "   :header-rows: 1", "", *rows, "",
+               f"Measured by ``make lost-wakeup`` on {data['cpu']} ({data['machine']}, "
+               f"{data['cpus_online']} CPUs online, {data['kernel']}), built with "
+               f"{data['compiler']} ``{data.get('flags', '').strip()}``; "
+               f"threads pinned: {', '.join(sorted({str(v['pinned']).lower() for v in data['variants']}))}. "
+               f"Source: :repo-file:`{rel}`."]
+        container = nodes.container(classes=["lost-wakeup-table"])
+        self.state.nested_parse(StringList(rst, source=str(path)), self.content_offset, container)
         return [container]
 
 
@@ -909,6 +944,7 @@ def setup(app: Sphinx):
     app.connect("html-collect-pages", repo_pages)
     app.add_directive("probe-matrix", ProbeMatrix)
     app.add_directive("component-quotes", ComponentQuotes)
+    app.add_directive("lost-wakeup-table", LostWakeupTable)
     app.add_directive("sequence", Sequence)
     app.add_directive("doxygen-header", DoxygenHeader)
     app.add_directive("include-graph", IncludeGraph)
