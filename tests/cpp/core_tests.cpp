@@ -575,15 +575,10 @@ TEST_F(Rearm, RefusedReArmIsRetriedOneBoundLater) {
   EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
 }
 
-// KNOWN CORE BUG (reported to the lead; disabled so that the suite stays
-// green until the core is fixed; run it with --gtest_also_run_disabled_tests).
-// calls_outstanding_ counts calls "added and not yet run", so a lost call is
-// counted for ever.  After one lost call and its recovery the count stays at
-// 1 with nothing outstanding; the next claim makes it 2; if that call is lost
-// too, claim_second_call()'s CAS 1 -> 2 fails for ever and no enqueue can
-// re-arm again: the second lost call disables the pending-call path for good
-// (only main-thread entry points still drain).
-TEST_F(Rearm, DISABLED_CoreBug_SecondLostCallIsRecoveredByALaterEnqueue) {
+// Each call carries a sequence number and CPython's ring is FIFO, so when the
+// claim's call runs every older call has run or was lost: a lost call is not
+// counted for ever, and a second lost call, much later, is re-armed too.
+TEST_F(Rearm, SecondLostCallIsRecoveredByALaterEnqueue) {
   dc_test::lose_next(1);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
   dc_test::advance_clock(kBound);
@@ -591,6 +586,7 @@ TEST_F(Rearm, DISABLED_CoreBug_SecondLostCallIsRecoveredByALaterEnqueue) {
   EXPECT_EQ(dc_test::run_all(), 1u);
   EXPECT_EQ(cleaned(), 2u);
   EXPECT_EQ(q_.calls_outstanding(), 0u) << "the lost call is still counted as outstanding";
+  EXPECT_EQ(q_.superseded(), 0u);
   dc_test::lose_next(1);  // a second lost call, much later
   dc_test::advance_clock(100 * kBound);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(1)), dc::ScheduleResult::scheduled);
@@ -598,6 +594,28 @@ TEST_F(Rearm, DISABLED_CoreBug_SecondLostCallIsRecoveredByALaterEnqueue) {
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(1)), dc::ScheduleResult::rearmed);
   EXPECT_EQ(dc_test::run_all(), 1u);
   EXPECT_EQ(cleaned(), 4u);
+}
+
+TEST_F(Rearm, SupersededCallDrainsButDoesNotClearTheClaim) {
+  // The claim's call is slow (still in the ring), a re-arm supersedes it.
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  dc_test::advance_clock(kBound);
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::rearmed);
+  EXPECT_EQ(q_.superseded(), 1u);
+  // The old call runs first (FIFO): it drains, but the claim is the new
+  // call's, so scheduled_ stays set and no producer adds a third call.
+  EXPECT_TRUE(dc_test::run_one());
+  EXPECT_EQ(cleaned(), 2u);
+  EXPECT_TRUE(q_.scheduled_snapshot()) << "a superseded call cleared the claim of the call after it";
+  EXPECT_EQ(q_.superseded(), 0u);
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(1)), dc::ScheduleResult::already_scheduled);
+  EXPECT_EQ(dc_test::counters().added, 2u);
+  // The claim's call clears and drains what came meanwhile.
+  EXPECT_TRUE(dc_test::run_one());
+  EXPECT_FALSE(q_.scheduled_snapshot());
+  EXPECT_EQ(cleaned(), 3u);
+  EXPECT_LE(dc_test::counters().max_ours_outstanding, 2u);
+  EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
 }
 
 // ------------------------------------------------- shutdown (reference only)

@@ -141,7 +141,8 @@ int pending_call(void* arg) noexcept {
   if constexpr (P::rearm) {
     auto* token = static_cast<typename BasicQueue<P>::CallToken*>(arg);
     qp = token->queue;
-    // Read the sequence number before anything else (slots are reused).
+    // Read the sequence number before anything else (slots are reused);
+    // only the claim's call, taking the claim back, clears scheduled_.
     current = qp->call_ran(token->seq.load(std::memory_order_relaxed));
   } else {
     qp = static_cast<BasicQueue<P>*>(arg);

@@ -19,8 +19,8 @@
 //                       of their host call (the in-flight gate, shutdown.hpp);
 //   alive_              false once the host may no longer run cleanups;
 //   claim_seq_,         the sequence number of the current claim's pending
-//   superseded_         call, and whether a re-arm superseded an older one
-//                       that may still run (at most two calls outstanding);
+//   superseded_seq_     call, and of the older one a re-arm superseded that
+//                       may still run (at most two calls outstanding);
 //   claimed_at_ns_      when the outstanding claim was made (host clock), for
 //                       re-arming a claim whose pending call never runs.
 //
@@ -439,8 +439,10 @@ class BasicQueue {
   };
 
   /// Take a token for a new pending call: the next sequence number, in one
-  /// of four slots (at most two calls are ever outstanding; a slot is reused
-  /// only four calls later).
+  /// of 64 slots.  A slot is reused 64 tokens later; a running call reads its
+  /// number first thing, and at most two of the queue's calls are outstanding,
+  /// so only a call lost by the host (which never reads it) can see its slot
+  /// reused.
   ///
   /// Thread: the producer that claimed (or re-armed).  Never blocks.
   /// Memory ordering: relaxed RMW for the number, relaxed store into the slot.
@@ -469,6 +471,25 @@ class BasicQueue {
     claim_seq_.store(seq, std::memory_order_relaxed);
   }
 
+  /// Move the claim from call `expected` to call `desired` in one RMW: a
+  /// re-arm hands the claim to its new call, the claim's call takes it back
+  /// to 0 when it runs.  Exactly one of a running call and a concurrent
+  /// re-arm wins, so a call that clears scheduled_ never races a re-arm into
+  /// leaving a third call behind.
+  ///
+  /// Thread: the re-armer, or the main thread in the pending call.
+  /// Memory ordering: relaxed CAS: mutual exclusion on one location; the
+  /// clear of scheduled_ that follows is seq_cst.
+  /// Errors: none.
+  /// Source: this project.
+  /// @param expected the claim's call the caller saw
+  /// @param desired the new claim's call, or 0 for none
+  /// @return true if the claim moved
+  bool move_claim_seq(std::uint64_t expected, std::uint64_t desired) noexcept {
+    // Mutual exclusion on one location; orders nothing else.
+    return claim_seq_.compare_exchange_strong(expected, desired, std::memory_order_relaxed);
+  }
+
   /// The sequence number of the current claim's call.
   ///
   /// Thread: any.  Memory ordering: relaxed.  Errors: none.
@@ -479,19 +500,22 @@ class BasicQueue {
     return claim_seq_.load(std::memory_order_relaxed);
   }
 
-  /// Take the right to supersede the current claim's call: superseded_ 0 -> 1.
-  /// At most one superseded call may be outstanding besides the current one,
-  /// so at most two of the queue's calls are ever outstanding.
+  /// Take the right to supersede the current claim's call, whose sequence
+  /// number is `old_seq`: superseded_seq_ 0 -> old_seq.  At most one
+  /// superseded call may be outstanding besides the claim's call, so at most
+  /// two of the queue's calls are ever outstanding.
   ///
   /// Thread: a producer or the main thread that found a stale claim.
-  /// Memory ordering: relaxed CAS (the count orders nothing).
+  /// Memory ordering: relaxed CAS (the number orders nothing).
   /// Errors: none.
   /// Source: this project.
+  /// @param old_seq the sequence number of the call being superseded
   /// @return true if this caller may add one more pending call
-  bool take_supersede() noexcept {
-    std::uint32_t none = 0;
+  bool take_supersede(std::uint64_t old_seq) noexcept {
+    std::uint64_t none = 0;
     // Bounds outstanding calls at two; orders nothing.
-    return superseded_.compare_exchange_strong(none, 1, std::memory_order_relaxed);
+    return superseded_seq_.compare_exchange_strong(none, old_seq == 0 ? 1 : old_seq,
+                                                   std::memory_order_relaxed);
   }
 
   /// Give the right back after the superseding call was refused.
@@ -499,8 +523,8 @@ class BasicQueue {
   /// Thread: the re-armer.  Memory ordering: relaxed.  Errors: none.
   /// Source: this project.
   void release_supersede() noexcept {
-    // Heuristic count.
-    superseded_.store(0, std::memory_order_relaxed);
+    // Only the re-armer that took it gives it back.
+    superseded_seq_.store(0, std::memory_order_relaxed);
   }
 
   /// Superseded calls possibly still outstanding (0 or 1).
@@ -510,17 +534,18 @@ class BasicQueue {
   /// @return the count at some instant
   std::uint32_t superseded() const noexcept {
     // Snapshot only.
-    return superseded_.load(std::memory_order_relaxed);
+    return superseded_seq_.load(std::memory_order_relaxed) != 0 ? 1u : 0u;
   }
 
   /// A pending call with sequence number `seq` runs: account for it.
   /// CPython runs the pending calls of one ring first in, first out, so when
-  /// the current claim's call (or a newer one) runs, every older call of the
-  /// queue has run or was lost: none is superseded any more.  An older call
-  /// that runs late only lowers the superseded count.
+  /// the superseded call or any newer one runs, the superseded call has run
+  /// or was lost: the right to supersede is free again.  Only the recorded
+  /// superseded number is cleared (a CAS), never one a concurrent re-arm has
+  /// just taken.
   ///
   /// Thread: main thread, in the pending call.  Never blocks.
-  /// Memory ordering: relaxed (heuristic counts; see take_supersede()).
+  /// Memory ordering: relaxed (see take_supersede()).
   /// Errors: none.
   /// Source: Python/ceval_gil.c v3.12.0 (_push_pending_call and
   /// _pop_pending_call: a ring buffer, first in, first out).
@@ -528,16 +553,12 @@ class BasicQueue {
   /// @return true if this is the current claim's call (it must clear
   ///         scheduled_); false for a superseded call (it only drains)
   bool call_ran(std::uint64_t seq) noexcept {
-    if (seq >= claim_seq()) {
-      // FIFO: every older call is gone.
-      superseded_.store(0, std::memory_order_relaxed);
-      return true;
+    std::uint64_t s = superseded_seq_.load(std::memory_order_relaxed);  // heuristic
+    if (s != 0 && seq >= s) {
+      // FIFO: the superseded call is gone; clear only that number.
+      superseded_seq_.compare_exchange_strong(s, 0, std::memory_order_relaxed);
     }
-    std::uint32_t n = superseded_.load(std::memory_order_relaxed);  // heuristic count
-    // Lower it once, not below zero.
-    while (n > 0 && !superseded_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
-    }
-    return false;
+    return move_claim_seq(seq, 0);  // the claim's call takes the claim back
   }
 
   /// Pending calls of the queue possibly outstanding: the current claim's
@@ -574,17 +595,37 @@ class BasicQueue {
     return claimed_at_ns_.load(std::memory_order_relaxed);
   }
 
-  /// Move the claim time from `seen` to `now`, so that one re-armer wins per
-  /// stale claim.
+  /// Start the claim's stale clock once its call was added: claim time
+  /// 0 -> `now`, only while call `seq` is still the claim's call (a claim is
+  /// never stale before its call is in the host's ring, so a re-arm can never
+  /// overtake the call it supersedes and break the first-in, first-out order
+  /// that call_ran() relies on).
+  ///
+  /// Thread: the claimant or the re-armer, after add_pending_call returned 0.
+  /// Memory ordering: relaxed (a heuristic; a call that already ran took
+  /// the claim back to 0, and re-arming needs a non-zero claim).
+  /// Errors: none.
+  /// Source: this project.
+  /// @param seq the added call's number
+  /// @param now the caller's clock
+  void start_stale_clock(std::uint64_t seq, std::int64_t now) noexcept {
+    if (claim_seq() != seq) return;  // it ran already, or a re-arm moved on
+    std::int64_t zero = 0;
+    // Heuristic only.
+    claimed_at_ns_.compare_exchange_strong(zero, now, std::memory_order_relaxed);
+  }
+
+  /// Move the claim time from `seen` to 0, so that one re-armer wins per
+  /// stale claim (the re-armer starts the clock again once its call was
+  /// added).
   ///
   /// Thread: any.  Memory ordering: relaxed CAS.  Errors: none.
   /// Source: this project.
   /// @param seen the value read by claimed_at()
-  /// @param now the caller's clock
   /// @return true if this caller moved it
-  bool take_stale_claim(std::int64_t seen, std::int64_t now) noexcept {
+  bool take_stale_claim(std::int64_t seen) noexcept {
     // One winner per stale claim; orders nothing.
-    return claimed_at_ns_.compare_exchange_strong(seen, now, std::memory_order_relaxed);
+    return claimed_at_ns_.compare_exchange_strong(seen, 0, std::memory_order_relaxed);
   }
 
   /// How old a claim must be before it may be re-armed (nanoseconds).
@@ -649,7 +690,7 @@ class BasicQueue {
     // One thread in the child.
     scheduled_.store(false, std::memory_order_relaxed);
     // One thread in the child.
-    superseded_.store(0, std::memory_order_relaxed);
+    superseded_seq_.store(0, std::memory_order_relaxed);
     // One thread in the child.
     claimed_at_ns_.store(0, std::memory_order_relaxed);
     draining_ = draining_ && forked_by_drain_thread;
@@ -690,14 +731,15 @@ class BasicQueue {
   /// The host may run cleanups.  Cleared once by shutdown.
   std::atomic<bool> alive_{true};
   /// Slots of the reference's call tokens (queue.hpp, CallToken).
-  static constexpr std::size_t kTokens = 4;
+  static constexpr std::size_t kTokens = 64;
   CallToken tokens_[kTokens];
   /// Sequence numbers of pending calls (reference).
   std::atomic<std::uint64_t> next_seq_{0};
   /// Sequence number of the current claim's call (reference).
   std::atomic<std::uint64_t> claim_seq_{0};
-  /// Superseded calls possibly outstanding (0 or 1; re-arm bound).
-  std::atomic<std::uint32_t> superseded_{0};
+  /// Sequence number of the superseded call possibly outstanding, 0 for
+  /// none (re-arm bound).
+  std::atomic<std::uint64_t> superseded_seq_{0};
   /// Host clock at the current claim, 0 for none (re-arm heuristic).
   std::atomic<std::int64_t> claimed_at_ns_{0};
   /// Re-arm a claim older than this (nanoseconds); default one second.

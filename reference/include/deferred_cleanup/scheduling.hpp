@@ -25,11 +25,11 @@
 // becomes the claim's call, while the first may still be outstanding.  Each
 // call of the reference carries a sequence number (queue.hpp, CallToken);
 // only the claim's call clears `scheduled_`, a superseded one only drains.
-// A re-arm needs `superseded_` 0 -> 1, and CPython runs a ring's pending
-// calls first in, first out, so when the claim's call runs every older call
-// has run or was lost and `superseded_` returns to 0: at most two of the
-// queue's calls are ever outstanding, and a lost call never blocks a later
-// re-arm.  A producer looks at the
+// A re-arm records the superseded call's number (`superseded_seq_`, 0 ->
+// n), and CPython runs a ring's pending calls first in, first out, so when
+// that call or any newer one runs, the superseded call has run or was lost
+// and the record is cleared: at most two of the queue's calls are ever
+// outstanding, and a lost call never blocks a later re-arm.  A producer looks at the
 // claim's age on about one fast-path hit in 16, chosen by a hash of the item
 // address (a clock read on every hit would double the fast path's cost);
 // main-thread entry points look every time.
@@ -116,8 +116,8 @@ int pending_call(void* arg) noexcept;  // drain.hpp
 /// Call the host, counting the outcome.  Internal to schedule() and rearm.
 ///
 /// The reference passes a call token (queue.hpp, CallToken) as the pending
-/// call's argument and makes its sequence number the current claim's before
-/// the call (on 3.13+ the call may run before add_pending_call returns); the
+/// call's argument, whose number its caller made the claim's before the call
+/// (on 3.13+ the call may run before add_pending_call returns); the
 /// comparison variants pass the queue, as shipped.
 ///
 /// Thread: the producer that holds the claim (or the right to supersede).
@@ -125,22 +125,15 @@ int pending_call(void* arg) noexcept;  // drain.hpp
 /// Errors: none thrown; returns the host's result.
 /// Source: Py_AddPendingCall, Python/ceval_gil.c v3.12.0.
 /// @param q the queue
-/// @param old_claim_seq out: the claim's sequence number before this call
+/// @param arg the pending call's argument (a CallToken* or the queue)
 /// @return 0 when accepted, -1 when refused
 template <class P>
-int add_call(BasicQueue<P>& q, std::uint64_t* old_claim_seq = nullptr) noexcept {
+int add_call(BasicQueue<P>& q, void* arg) noexcept {
   const Host& host = q.host();
   if (host.in_gate != nullptr) {
     host.in_gate(&q);  // test hook: hold this producer inside the window
   }
   q.stats.schedule_attempts.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  void* arg = &q;
-  if constexpr (P::rearm) {
-    auto* token = q.new_call_token();
-    if (old_claim_seq != nullptr) *old_claim_seq = q.claim_seq();
-    q.set_claim_seq(token->seq.load(std::memory_order_relaxed));  // our own store
-    arg = token;
-  }
   const int rc = host.add_pending_call(&pending_call<P>, arg);
   if (rc != 0) {
     q.stats.schedule_failures.fetch_add(1, std::memory_order_relaxed);  // statistics only
@@ -194,20 +187,26 @@ ScheduleResult schedule(BasicQueue<P>& q) noexcept {
   }
   ScheduleResult result = ScheduleResult::already_scheduled;
   if (q.claim()) {
+    void* arg = &q;
+    [[maybe_unused]] std::uint64_t seq = 0;
     if constexpr (P::rearm) {
-      const Host& host = q.host();
-      q.set_claimed_at(host.now_ns != nullptr ? host.now_ns() : 0);
+      q.set_claimed_at(0);  // not stale before our call is in the ring
+      auto* token = q.new_call_token();
+      seq = token->seq.load(std::memory_order_relaxed);  // our own store
+      q.set_claim_seq(seq);
+      arg = token;
     }
-    if (add_call(q) != 0) {
+    if (add_call(q, arg) == 0) {
+      if constexpr (P::rearm) {
+        const Host& host = q.host();
+        if (host.now_ns != nullptr) q.start_stale_clock(seq, host.now_ns());
+      }
+      result = ScheduleResult::scheduled;
+    } else {
       // Refused: nothing was queued in CPython; give the claim back so the
       // next enqueue or entry point retries.  Our item is still in head_.
-      if constexpr (P::rearm) {
-        q.set_claimed_at(0);
-      }
       q.unclaim();
       result = ScheduleResult::refused;
-    } else {
-      result = ScheduleResult::scheduled;
     }
   }
   if constexpr (P::gate) {
@@ -246,21 +245,32 @@ ScheduleResult rearm_if_stale(BasicQueue<P>& q) noexcept {
     return ScheduleResult::already_scheduled;
   }
   const std::int64_t now = host.now_ns();
-  if (now - seen < q.stale_bound_ns() || !q.take_stale_claim(seen, now)) {
+  if (now - seen < q.stale_bound_ns() || !q.take_stale_claim(seen)) {
     return ScheduleResult::already_scheduled;
   }
-  if (!q.scheduled_snapshot() || !q.take_supersede()) {
+  const std::uint64_t old_seq = q.claim_seq();
+  if (old_seq == 0 || !q.scheduled_snapshot() || !q.take_supersede(old_seq)) {
     return ScheduleResult::already_scheduled;
   }
   if (!q.gate_enter()) {
     q.release_supersede();
     return ScheduleResult::not_accepting;
   }
-  std::uint64_t old_seq = 0;
-  const int rc = add_call(q, &old_seq);
-  if (rc != 0) {
-    q.set_claim_seq(old_seq);  // the old call is the claim's call again
+  auto* token = q.new_call_token();
+  const std::uint64_t new_seq = token->seq.load(std::memory_order_relaxed);  // our own store
+  if (!q.move_claim_seq(old_seq, new_seq)) {
+    // The claim's call ran meanwhile and took the claim back: nothing to re-arm.
     q.release_supersede();
+    q.gate_leave();
+    return ScheduleResult::already_scheduled;
+  }
+  const int rc = add_call(q, token);
+  if (rc != 0) {
+    q.move_claim_seq(new_seq, old_seq);  // the old call is the claim's call again
+    q.release_supersede();
+    q.start_stale_clock(old_seq, host.now_ns());  // retried one bound later
+  } else {
+    q.start_stale_clock(new_seq, host.now_ns());
   }
   q.gate_leave();
   if (rc != 0) {
