@@ -11,9 +11,18 @@ counters (DC_STATS_AT_EXIT).  Sources: Python/pylifecycle.c Py_FinalizeEx
 Modules/atexitmodule.c (handlers run last-registered first).
 """
 import json
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
+
+from deferred_cleanup import _ATEXIT_RUNS_LIVE_LIST
+
+COPY_SKIP = ("CPython 3.14+ runs atexit handlers from a copy of the list, so no handler can run after "
+             "those registered before the import (test_atexit_list_semantics measures it); documented in "
+             "Caveats, atexit ordering")
 
 RUNS_LAST_LINE = 20
 
@@ -28,6 +37,8 @@ def test_graph_destroyed_at_exit_releases_every_payload(scenario, tmp_path, mode
     """200 payloads of a graph destroyed on the script's last line (or by an
     exit handler registered before or after the import) are all released,
     on the main thread, with no test-only wait, in every run."""
+    if mode.endswith("-before") and not _ATEXIT_RUNS_LIVE_LIST:
+        pytest.skip(COPY_SKIP)
     for run in range(runs):
         path = tmp_path / f"released-{run}.json"
         out = scenario("exit_last_line", "200", mode, str(path))
@@ -41,6 +52,8 @@ def test_graph_destroyed_at_exit_releases_every_payload(scenario, tmp_path, mode
 
 
 def test_every_exit_handler_runs_once_before_the_exit_sequence(scenario, tmp_path):
+    if not _ATEXIT_RUNS_LIVE_LIST:
+        pytest.skip(COPY_SKIP)
     log = tmp_path / "order.log"
     out = scenario("exit_order", str(log))
     assert out["rc"] == 0, out["stderr"]
@@ -87,3 +100,28 @@ def test_exit_hook_refuses_a_worker_thread(dc, recorder, wait):
     d.release(1)
     assert wait(lambda: recorder.calls == {1: 1})
     assert recorder.threads == {threading.main_thread().ident}
+
+
+def test_atexit_list_semantics():
+    """The CPython fact the exit hook relies on: a handler that calls
+    atexit._run_exitfuncs() runs every other handler once, and the loop that
+    called it runs none of them again (3.10-3.13: Modules/atexitmodule.c
+    iterates over its live array and skips cleared slots); from 3.14 the
+    handlers are called from a copy of the list and each would run twice.
+    A change either way fails here by name."""
+    code = textwrap.dedent("""
+        import atexit
+        runs = []
+        atexit.register(lambda: runs.append("A") or print("A", flush=True))
+        state = {"in": False}
+        def hook():
+            if state["in"]:
+                return
+            state["in"] = True
+            atexit._run_exitfuncs()
+        atexit.register(hook)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    runs_of_a = p.stdout.split().count("A")
+    assert runs_of_a == (1 if _ATEXIT_RUNS_LIVE_LIST else 2), (sys.version_info, p.stdout)

@@ -38,6 +38,7 @@ and :class:`GraphDestroyedError`; all derive from :class:`RuntimeError`.
 from __future__ import annotations
 
 import atexit as _atexit
+import sys as _sys
 import time as _time
 
 
@@ -307,6 +308,15 @@ def settings() -> dict:
     return _native.settings()
 
 
+#: Whether ``atexit._run_exitfuncs()`` called from a handler runs the other
+#: handlers once each and leaves nothing for the loop that called the handler:
+#: true where Modules/atexitmodule.c iterates over its live array and skips
+#: cleared slots (3.10-3.13, measured by tests/test_exit.py); false from 3.14,
+#: which calls the handlers from a copy of the list (measured: each then runs
+#: twice; tests/test_exit.py checks this fact too).
+_ATEXIT_RUNS_LIVE_LIST = _sys.version_info < (3, 14)
+
+
 def _register_exit_hook(sequence) -> None:
     """Arrange for ``sequence`` (the reference's exit sequence) to run after
     every other Python ``atexit`` handler, whatever the order of registration.
@@ -317,10 +327,12 @@ def _register_exit_hook(sequence) -> None:
     The hook then runs every other handler itself (``atexit._run_exitfuncs``,
     which calls each once and empties the list; the nested call of the hook
     returns at once) and only then the exit sequence.  Both functions are
-    private CPython APIs present from 3.9 to 3.15; ``tests/test_shutdown.py``
-    checks the resulting order on every interpreter of the matrix.  Where
-    ``threading._register_atexit`` is missing the hook is registered at
-    import, as a plain ``atexit`` handler.
+    private CPython APIs present from 3.9 to 3.15; ``tests/test_exit.py``
+    checks the resulting order on every interpreter of the matrix.  From
+    CPython 3.14 the atexit module runs its handlers from a copy of its list
+    (``_ATEXIT_RUNS_LIVE_LIST``), so there the hook is registered at import,
+    as a plain ``atexit`` handler, as it is where
+    ``threading._register_atexit`` is missing.
 
     Args:
         sequence (callable): no arguments; run once, last.
@@ -349,6 +361,13 @@ def _register_exit_hook(sequence) -> None:
     def register_last() -> None:
         _atexit.register(hook)
 
+    if not _ATEXIT_RUNS_LIVE_LIST:
+        # 3.14+: the atexit module calls the handlers from a copy of its list,
+        # so running them from our hook would run each twice.  Registered at
+        # import instead: handlers registered before the import run after the
+        # exit sequence (docs: Caveats, atexit ordering).
+        _atexit.register(hook)
+        return
     try:
         _threading._register_atexit(register_last)
     except (AttributeError, RuntimeError):
