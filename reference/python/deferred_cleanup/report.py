@@ -271,9 +271,10 @@ def main(argv: list[str] | None = None) -> int:
     failing = [c for c in checks if c.fails(a.strict)]
     n_fail = sum(len(c.diffs) for c in failing)
     newer = [c for c in checks if c.newer]
+    in_table = len(results) - len(newer)
     summary = (f"{n_fail} difference(s) from the expected table" if n_fail
-               else f"no difference from the expected table ({len(results) - len(newer)} interpreter(s) in it, "
-                    f"{len(cpython_facts.FIELDS)} fields each)")
+               else f"no difference from the expected table ({in_table} interpreter(s)"
+                    + (" of the table's versions" if newer else "") + f", {len(cpython_facts.FIELDS)} fields each)")
     if newer and not a.strict:
         summary += (f"; {sum(len(c.diffs) for c in newer)} difference(s) of {len(newer)} interpreter(s) newer "
                     f"than the table, not counted (--strict counts them)")
