@@ -139,7 +139,7 @@ def test_report_no_difference_on_this_interpreter(measured, tmp_path):
     p = run_report(tmp_path, [f], "cp399-nowhere: not installed here")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "CPython behaviour changed" not in p.stdout
-    assert "free-threaded: not available" in p.stdout
+    assert any(line.startswith("free-threaded: ") for line in p.stdout.splitlines())
     header = p.stdout.splitlines()[0].split()
     assert header[-1] == "cp399-nowhere" and "MISSING" in p.stdout
     assert (tmp_path / "out" / "probe.md").read_text().count("| capacity |") == 1
