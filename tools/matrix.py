@@ -131,6 +131,12 @@ MATRIX = [
 # Not interpreters of their own: environments for the checks that run once.
 DOCS_ENV = Interp("docs", "3.12", "pyenv", extra_reqs=True, base="cp312-pyenv")
 TOOLS_ENV_NAME = "cp314-sid"  # spin, herd7 and cbmc live in the sid root
+# The checks that run once, not per interpreter: (row label, environment, pytest marker).
+# Each marker is excluded from the per-interpreter runs.  One line per check.
+ONCE_CHECKS = [
+    ("tools", TOOLS_ENV_NAME, "tools"),
+    ("docs", "docs", "docs"),
+]
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 
 
@@ -514,16 +520,16 @@ def cmd_test(a) -> int:
     outdir = BUILD / "test"
     outdir.mkdir(parents=True, exist_ok=True)
     jobs = []  # (label, interp, marker expression)
+    per_interpreter = "not (" + " or ".join(m for _, _, m in ONCE_CHECKS) + ")"
     for it in ready:
         if it is DOCS_ENV:
             continue
-        jobs.append((it.name, it, "not docs and not tools"))
+        jobs.append((it.name, it, per_interpreter))
     if not a.no_once:
-        tools = next((r for r in ready if r.name == TOOLS_ENV_NAME), None)
-        if tools is not None:
-            jobs.append((f"tools ({tools.name})", tools, "tools"))
-        if DOCS_ENV in ready:
-            jobs.append(("docs", DOCS_ENV, "docs"))
+        for label, env_name, marker in ONCE_CHECKS:
+            env = DOCS_ENV if env_name == DOCS_ENV.name else next((r for r in ready if r.name == env_name), None)
+            if env is not None and env in ready:
+                jobs.append((label if env is DOCS_ENV else f"{label} ({env.name})", env, marker))
     rows, tp, tf, ts = [], 0, 0, 0
     for label, it, marker in jobs:
         tag = label.split()[0]
