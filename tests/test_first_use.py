@@ -105,3 +105,12 @@ def test_matrix_help_documents_python():
     p = subprocess.run([sys.executable, str(REPO / "tools" / "matrix.py"), "test", "--help"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and "--python PATH" in p.stdout
+
+
+def test_every_run_once_check_of_the_matrix_is_skipped_by_plain_pytest(matrix):
+    import conftest
+
+    once_markers = {marker for _, _, marker in matrix.ONCE_CHECKS}
+    assert once_markers <= set(conftest.MATRIX_ONLY), (
+        "a run-once check of tools/matrix.py would run under plain pytest: add its marker to "
+        "tests/conftest.py MATRIX_ONLY with the reason")
