@@ -31,6 +31,7 @@ SCENARIOS = TESTS / "scenarios"
 MATRIX_ONLY = {
     "docs": "builds the docs site with tools/docs.sh, which installs Doxygen and Chromium with apt as root",
     "tools": "needs spin and herd7 from the Debian unstable root that tools/sid-root.sh makes as root",
+    "soak": "the finalization soak starts SOAK_N (20) child interpreters per case, about 2 minutes in all",
 }
 
 

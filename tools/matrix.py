@@ -36,7 +36,7 @@ litmus) need the full matrix and are left out.  `make probe PYTHON=PATH` and
 `make test PYTHON=PATH` pass --python PATH.
 
 Every job runs with DC_MATRIX=1 in its environment: tests/conftest.py runs the
-tests marked docs and tools only then (plain pytest skips them).
+tests marked docs, tools and soak only then (plain pytest skips them).
 
 Under CI=true a missing interpreter 3.10…3.15 is an error.  Free-threaded
 builds are not available from either source; the matrix says so.
@@ -396,7 +396,7 @@ def run_in(it: Interp, argv: list[str], **kw) -> subprocess.CompletedProcess:
         build(it, source_hash())
         env = dict(kw.pop("env", None) or os.environ)
         env["DC_MATRIX_HELD"] = ",".join(filter(None, [env.get("DC_MATRIX_HELD", ""), it.name]))
-        env["DC_MATRIX"] = "1"  # tests/conftest.py: the docs and tools tests may run
+        env["DC_MATRIX"] = "1"  # tests/conftest.py: the docs, tools and soak tests may run
         return subprocess.run(in_env(it, argv), env=env, **kw)
 
 
