@@ -38,8 +38,10 @@ litmus) need the full matrix and are left out.  `make probe PYTHON=PATH` and
 Every job runs with DC_MATRIX=1 in its environment: tests/conftest.py runs the
 tests marked docs, tools and soak only then (plain pytest skips them).
 
-Under CI=true a missing interpreter 3.10…3.15 is an error.  Free-threaded
-builds are not available from either source; the matrix says so.
+Under CI=true a missing interpreter 3.10…3.15 is an error.  The line
+"free-threaded: ..." is derived from what each interpreter reports
+(sysconfig Py_GIL_DISABLED); neither pyenv here nor Debian unstable has such
+a build, so it says "not available".
 
 Only the standard library is used here: this script runs on whatever python3
 the machine has before anything is provisioned.
