@@ -2,7 +2,7 @@
 
 Plain ``pytest`` (after ``pip install .[test]``) must not build the docs site,
 install packages with apt, or need the Debian unstable root: the tests marked
-``docs``, ``tools`` and ``soak`` skip with a reason unless ``DC_MATRIX=1``, which
+``docs``, ``tools``, ``hardware`` and ``soak`` skip with a reason unless ``DC_MATRIX=1``, which
 ``tools/matrix.py`` sets for the jobs it runs (tests/conftest.py).
 
 ``tools/matrix.py --python PATH`` (``make test PYTHON=PATH``) tests exactly the

@@ -31,12 +31,12 @@ With --python PATH the matrix has one column: a virtual environment made from
 PATH under $DC_CACHE/venvs/ and this checkout's build installed into it (the
 CMake tree under build/).  Its name and source are DC_INTERPRETER_NAME and
 DC_INTERPRETER_SOURCE when set, else derived: cp<major><minor>[t][d]-custom
-(t free-threaded, d debug) and path:PATH.  The run-once checks (docs, model,
-litmus) need the full matrix and are left out.  `make probe PYTHON=PATH` and
-`make test PYTHON=PATH` pass --python PATH.
+(t free-threaded, d debug) and path:PATH.  The run-once checks (ONCE_CHECKS:
+docs, model and litmus, hardware) need the full matrix and are left out.
+`make probe PYTHON=PATH` and `make test PYTHON=PATH` pass --python PATH.
 
 Every job runs with DC_MATRIX=1 in its environment: tests/conftest.py runs the
-tests marked docs, tools and soak only then (plain pytest skips them).
+tests marked docs, tools, hardware and soak only then (plain pytest skips them).
 
 Under CI=true a missing interpreter 3.10…3.15 is an error.  The line
 "free-threaded: ..." is derived from what each interpreter reports
@@ -138,6 +138,7 @@ TOOLS_ENV_NAME = "cp314-sid"  # spin, herd7 and cbmc live in the sid root
 ONCE_CHECKS = [
     ("tools", TOOLS_ENV_NAME, "tools"),
     ("docs", "docs", "docs"),
+    ("hardware", "cp312-pyenv", "hardware"),
 ]
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 
@@ -398,7 +399,7 @@ def run_in(it: Interp, argv: list[str], **kw) -> subprocess.CompletedProcess:
         build(it, source_hash())
         env = dict(kw.pop("env", None) or os.environ)
         env["DC_MATRIX_HELD"] = ",".join(filter(None, [env.get("DC_MATRIX_HELD", ""), it.name]))
-        env["DC_MATRIX"] = "1"  # tests/conftest.py: the docs, tools and soak tests may run
+        env["DC_MATRIX"] = "1"  # tests/conftest.py: the docs, tools, hardware and soak tests may run
         return subprocess.run(in_env(it, argv), env=env, **kw)
 
 
@@ -514,8 +515,8 @@ def junit_counts(path: Path) -> tuple[int, int, int]:
 def cmd_test(a) -> int:
     envs = select(a.only, include_docs=not a.no_once, python=a.python)
     if envs[0].custom and not a.no_once:
-        say("one interpreter given: the run-once checks (docs site, spin model, herd7 litmus) are left out; "
-            "they need the full matrix (make test without PYTHON=)")
+        say(f"one interpreter given: the run-once checks ({', '.join(label for label, _, _ in ONCE_CHECKS)}) "
+            "are left out; they need the full matrix (make test without PYTHON=)")
     ready = prepare(envs)
     missing = print_matrix([e for e in envs if e is not DOCS_ENV], [r for r in ready if r is not DOCS_ENV])
     check_missing(missing)

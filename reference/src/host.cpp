@@ -32,6 +32,7 @@
 #include "host.hpp"
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // destructor_threads() returns a std::vector
 #include <pthread.h>
 #include <unistd.h>
 
@@ -68,7 +69,30 @@ namespace {
 // before the producer read g_torn_down (store buffering, as in the gate).
 std::atomic<std::uint32_t> g_in_host{0};
 
+// When the last finalizing check was made (cuda-core-1.2 and seed drains),
+// and the widest check-to-call interval seen: the window in which a call
+// can still reach CPython after finalization began.  Statistics only.
+std::atomic<std::int64_t> g_last_check_ns{0};
+std::atomic<std::int64_t> g_check_to_call_max{0};
+
+// Whether the main thread is inside one of our pending calls now (main
+// thread only).  A child forked by another thread meanwhile inherits
+// CPython's "a thread is handling pending calls" state and, on the versions
+// where that state is a flag that nothing resets after fork, never runs a
+// pending call again (measured: CPython 3.12.1; docs Caveats, fork()).
+bool g_in_pending_call = false;
+PendingCallFn g_core_pending_call = nullptr;  // the variant's pending_call<P>, set at import
+
+int host_trampoline(void* arg) {
+  const bool outer = g_in_pending_call;  // a cleanup may run a nested pending call
+  g_in_pending_call = true;
+  const int rc = g_core_pending_call(arg);
+  g_in_pending_call = outer;
+  return rc;
+}
+
 int host_add_pending_call(PendingCallFn fn, void* arg) {
+  (void)fn;  // always the variant's pending_call<P> (g_core_pending_call), called by host_trampoline
   // Announces us to the backstop's wait (seq_cst; see g_in_host).
   g_in_host.fetch_add(1, std::memory_order_seq_cst);
   // Written once by the backstop (seq_cst).
@@ -76,9 +100,15 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
     // Statistics only: a call into CPython after teardown (the hazard).
     g_counters.host_calls_after_teardown.fetch_add(1, std::memory_order_relaxed);
   }
+  if (g_variant == Variant::cuda_core_1_2) {
+    const std::int64_t d = now_ns() - g_last_check_ns.load(std::memory_order_relaxed);  // statistics
+    std::int64_t m = g_check_to_call_max.load(std::memory_order_relaxed);             // statistics
+    while (d > m && !g_check_to_call_max.compare_exchange_weak(m, d, std::memory_order_relaxed)) {
+    }
+  }
   int rc = 0;
   if (!test_hook_lose_call()) {
-    rc = Py_AddPendingCall(fn, arg);
+    rc = Py_AddPendingCall(&host_trampoline, arg);
   }
   // Read by the backstop's wait.
   g_in_host.fetch_sub(1, std::memory_order_release);
@@ -94,7 +124,10 @@ bool finalizing_now() {
 }
 
 // cuda-core 1.2.0's test, as shipped: `!Py_IsInitialized() || finalizing`.
-bool host_finalizing() { return !Py_IsInitialized() || finalizing_now(); }
+bool host_finalizing() {
+  g_last_check_ns.store(now_ns(), std::memory_order_relaxed);  // statistics only
+  return !Py_IsInitialized() || finalizing_now();
+}
 
 // ---------------------------------------------------------------- deferred interrupts
 
@@ -286,8 +319,10 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
   std::fprintf(f, ", \"exit_gate_clear\": %s", g_exit.gate_clear ? "true" : "false");
   // The seed's window: from the end of the Python atexit phase (our exit
   // hook, reference only) or, without one, unknown (-1), to the backstop.
-  const long long window = g_exit.ran ? static_cast<long long>(backstop_ns - g_exit.at_ns) : -1;
+  const long long window = g_exit.at_ns != 0 ? static_cast<long long>(backstop_ns - g_exit.at_ns) : -1;
   std::fprintf(f, ", \"exit_to_backstop_ns\": %lld", window);
+  std::fprintf(f, ", \"check_to_call_ns_max\": %lld",
+               static_cast<long long>(g_check_to_call_max.load(std::memory_order_relaxed)));  // statistics
   std::fprintf(f, "}\n");
   std::fclose(f);
 }
@@ -424,6 +459,12 @@ std::uint64_t payloads_in_live_graphs() {
   return n;
 }
 
+std::uint64_t graphs_alive() {
+  std::uint64_t n = 0;
+  for (const PyGraph* g : g_live_graphs) n += g->destroyed ? 0 : 1;
+  return n;
+}
+
 PyGraph::PyGraph() { g_live_graphs.insert(this); }
 
 PyGraph::~PyGraph() {
@@ -488,6 +529,7 @@ py::dict counters() {
     d["cleanups_after_shutdown"] = r(c.cleanups_after_shutdown);
     d["host_calls_after_teardown"] = r(c.host_calls_after_teardown);
     d["deferred_interrupts"] = r(c.deferred_interrupts);
+    d["forks_in_pending_call"] = r(c.forks_in_pending_call);
     d["last_destructor_thread"] = c.last_destructor_thread.load(std::memory_order_relaxed);
     d["main_thread"] = g_main_ident;
     d["queue_empty"] = q.empty_snapshot();
@@ -495,7 +537,7 @@ py::dict counters() {
     d["accepting"] = q.accepting();
     d["host_alive"] = q.host_alive();
     d["destructors_due"] = destructors_due();
-    d["graphs_alive"] = static_cast<std::uint64_t>(g_live_graphs.size());
+    d["graphs_alive"] = graphs_alive();
     d["payloads_in_live_graphs"] = payloads_in_live_graphs();
     using P = typename std::remove_reference_t<decltype(q)>::Policy;
     if constexpr (P::gate) {
@@ -541,7 +583,7 @@ py::dict exit_hook() {
   g_exit.drained_while_waiting = drained;
   g_exit.awaited_us = static_cast<std::uint64_t>((now_ns() - start) / 1000);
   g_exit.destructors_not_run = destructors_due();
-  g_exit.graphs_alive = g_live_graphs.size();
+  g_exit.graphs_alive = graphs_alive();
   g_exit.payloads_in_live_graphs = payloads_in_live_graphs();
   // 1.-4. Close, wait out the gate, final drain, host dead (shutdown.hpp).
   const ShutdownOutcome out = shutdown_at_exit(q, kDefaultGateBound);
@@ -563,10 +605,24 @@ py::dict exit_hook() {
   return d;
 }
 
+void mark_atexit_end() {
+  // Comparison variants: the end of the Python atexit phase (the same
+  // last-moment hook as the reference's exit sequence, doing nothing else),
+  // so the backstop can report the width of the window between finalization
+  // and the Py_AtExit callbacks.
+  if (g_exit.at_ns == 0) g_exit.at_ns = now_ns();
+}
+
 void after_fork_child() {
   const unsigned long me = PyThread_get_thread_ident();
   const bool same = me == g_main_ident;
   g_main_ident = me;  // the forking thread is the child's main thread
+  if (g_in_pending_call && !same) {
+    // CPython may never run a pending call in this child (see
+    // g_in_pending_call); entry points still drain directly (reference).
+    g_counters.forks_in_pending_call.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    g_in_pending_call = false;
+  }
   with_queue([same](auto& q) {
     q.reset_after_fork(same);
   });
@@ -579,6 +635,7 @@ void after_fork_child() {
       if (auto d = w.lock()) all.push_back(std::move(d));
   }
   for (auto& d : all) d->after_fork_child();
+  test_hooks_after_fork();
   // Items queued in the parent are the child's own copies: schedule their
   // drain in the child (see Caveats, fork()).
   with_queue([](auto& q) {
@@ -623,6 +680,10 @@ void init_host(py::module_& m) {
     throw py::value_error("DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2', not '" +
                           name + "'");
   }
+  g_core_pending_call = with_queue([](auto& q) -> PendingCallFn {
+    using P = typename std::remove_reference_t<decltype(q)>::Policy;
+    return &pending_call<P>;
+  });
   g_main_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
   const char* stats_path = std::getenv("DC_STATS_AT_EXIT");
   if (stats_path != nullptr) std::snprintf(g_stats_path, sizeof g_stats_path, "%s", stats_path);
@@ -634,6 +695,9 @@ void init_host(py::module_& m) {
         "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup at the end of "
         "the atexit phase): drain while destructors are due (bounded by exit_wait_s), close the gate, wait it "
         "out, final drain, host dead. Raises NotMainThreadError off the main thread (nothing drained).");
+  m.def("_mark_atexit_end", &mark_atexit_end,
+        "_mark_atexit_end() -> None\n\nComparison variants: record the end of the atexit phase (for the window "
+        "report of the Py_AtExit backstop).");
   m.def("_after_fork_child", &after_fork_child,
         "_after_fork_child() -> None\n\nos.register_at_fork(after_in_child=...) handler: reset the queue's "
         "thread-bound state and the simulated drivers' threads in the child.");

@@ -307,9 +307,9 @@ def settings() -> dict:
     return _native.settings()
 
 
-def _register_exit_hook() -> None:
-    """Arrange for the reference's exit sequence to run after every other
-    Python ``atexit`` handler, whatever the order of registration.
+def _register_exit_hook(sequence) -> None:
+    """Arrange for ``sequence`` (the reference's exit sequence) to run after
+    every other Python ``atexit`` handler, whatever the order of registration.
 
     A threading-module exit callback (``threading._register_atexit``; those
     run in ``threading._shutdown``, before the ``atexit`` handlers) registers
@@ -321,6 +321,9 @@ def _register_exit_hook() -> None:
     checks the resulting order on every interpreter of the matrix.  Where
     ``threading._register_atexit`` is missing the hook is registered at
     import, as a plain ``atexit`` handler.
+
+    Args:
+        sequence (callable): no arguments; run once, last.
 
     Returns:
         None.
@@ -341,7 +344,7 @@ def _register_exit_hook() -> None:
         finally:
             state["running"] = False
             state["done"] = True
-        _native._exit_hook()
+        sequence()
 
     def register_last() -> None:
         _atexit.register(hook)
@@ -353,7 +356,12 @@ def _register_exit_hook() -> None:
 
 
 if _native.variant() == "reference":
-    _register_exit_hook()
+    _register_exit_hook(_native._exit_hook)
+else:
+    # The comparison variants have no exit sequence; the same last-moment hook
+    # only records the time, so that the Py_AtExit backstop can report how
+    # long their window between finalization and Py_AtExit was.
+    _register_exit_hook(_native._mark_atexit_end)
 
 # Every variant: the host's and the simulated driver's thread-bound state is
 # reset in a fork() child (the protocol itself is not touched).
