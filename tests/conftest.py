@@ -2,6 +2,12 @@
 
 Other helpers may append fixtures below the marked section.  Every fixture
 that waits has a deadline; subprocess scenarios run under a timeout.
+
+Plain ``pytest`` in a checkout (after ``pip install .[test]``) runs what needs
+nothing but the installed package: the tests marked in :data:`MATRIX_ONLY`
+skip, each with its reason, unless ``DC_MATRIX=1`` is set in the environment.
+``tools/matrix.py`` (``make test``, ``make soak``, ``tools/matrix.py run``) sets
+it for every job it runs, in an environment it provisioned for them.
 """
 from __future__ import annotations
 
@@ -17,6 +23,37 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 SCENARIOS = TESTS / "scenarios"
+
+
+# ---------------------------------------------------------------- what plain pytest runs
+
+#: Markers whose tests run only where tools/matrix.py selected them (DC_MATRIX=1), and why.
+MATRIX_ONLY = {
+    "docs": "builds the docs site with tools/docs.sh, which installs Doxygen and Chromium with apt as root",
+    "tools": "needs spin and herd7 from the Debian unstable root that tools/sid-root.sh makes as root",
+    "hardware": "builds tests/cpp/lost_wakeup.cpp with CMake and races 10**7 handoffs per variant on this CPU",
+    "soak": "the finalization soak starts SOAK_N (20) child interpreters per case, about 2 minutes in all",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip the :data:`MATRIX_ONLY` tests unless ``DC_MATRIX=1`` (set by tools/matrix.py).
+
+    Args:
+        config (pytest.Config): unused.
+        items (list[pytest.Item]): the collected tests; a skip marker is added in place.
+
+    Returns:
+        None.
+    """
+    if os.environ.get("DC_MATRIX") == "1":
+        return
+    for item in items:
+        for name, why in MATRIX_ONLY.items():
+            if item.get_closest_marker(name) is not None:
+                item.add_marker(pytest.mark.skip(
+                    reason=f"marker '{name}' {why}: `make test` runs it; DC_MATRIX=1 runs it here"))
+                break
 
 
 # ---------------------------------------------------------------- reference fixtures

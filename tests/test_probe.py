@@ -25,18 +25,24 @@ PROBE_TIMEOUT_S = 100  # the probe takes ~6 s; pyproject's pytest timeout is 120
 VERSION = sys.version_info[:2]
 
 
-def run_probe(tmp: Path, *extra: str) -> tuple[dict, str]:
-    """Run the probe CLI in a child; return (JSON result, stdout)."""
+def probe_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run ``python -m deferred_cleanup.probe ARGS`` in a child; return the finished process."""
+    return subprocess.run([sys.executable, "-m", "deferred_cleanup.probe", *args], capture_output=True, text=True,
+                          timeout=PROBE_TIMEOUT_S, env=env)
+
+
+def run_probe(tmp: Path, *extra: str, ok_rcs=(0,)) -> tuple[dict, str, int]:
+    """Run the probe CLI in a child; return (JSON result, stdout, exit status)."""
     out = tmp / "probe.json"
-    p = subprocess.run([sys.executable, "-m", "deferred_cleanup.probe", "--json", str(out), *extra],
-                       capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
-    assert p.returncode == 0, f"probe failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
-    return json.loads(out.read_text()), p.stdout
+    p = probe_cli("--json", str(out), *extra)
+    assert p.returncode in ok_rcs, f"probe failed ({p.returncode}):\n{p.stdout}\n{p.stderr}"
+    return json.loads(out.read_text()), p.stdout, p.returncode
 
 
 @pytest.fixture(scope="module")
-def probe_run(tmp_path_factory) -> tuple[dict, str]:
-    return run_probe(tmp_path_factory.mktemp("probe"), "--no-burst")
+def probe_run(tmp_path_factory) -> tuple[dict, str, int]:
+    # --check exits 1 on a difference: the per-field tests below then say which.
+    return run_probe(tmp_path_factory.mktemp("probe"), "--no-burst", "--check", ok_rcs=(0, 1))
 
 
 @pytest.fixture(scope="module")
@@ -62,17 +68,34 @@ def test_probe_measures_no_field_outside_the_table(measured):
 
 
 # ---------------------------------------------------------------- CLI and metadata
+# What a user who names nothing should see: CPython's own ABI letters
+# (sys.abiflags: "t" free-threaded, "d" debug) and the interpreter binary.
+DERIVED_NAME = f"cp{sys.version_info[0]}{sys.version_info[1]}{sys.abiflags}-custom"
+DERIVED_SOURCE = "path:" + os.path.realpath(sys.executable)
+
+
 def test_probe_table_and_metadata(probe_run):
-    result, stdout = probe_run
+    result, stdout, _ = probe_run
     md = result["interpreter"]
     assert md["version"] == platform.python_version()
     assert md["debug"] == hasattr(sys, "gettotalrefcount")
     assert md["gil_disabled"] == bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
-    assert md["name"] == os.environ.get("DC_INTERPRETER_NAME", "unknown")
-    assert md["source"] == os.environ.get("DC_INTERPRETER_SOURCE", "unknown")
+    assert md["name"] == (os.environ.get("DC_INTERPRETER_NAME") or DERIVED_NAME)
+    assert md["source"] == (os.environ.get("DC_INTERPRETER_SOURCE") or DERIVED_SOURCE)
     lines = stdout.splitlines()
     for field in cpython_facts.FIELDS:
         assert any(line.split()[:1] == [field] for line in lines), f"{field} missing from the printed table"
+
+
+def test_name_and_source_are_derived_when_no_variable_gives_them():
+    env = {k: v for k, v in os.environ.items() if k not in ("DC_INTERPRETER_NAME", "DC_INTERPRETER_SOURCE")}
+    p = subprocess.run([sys.executable, "-c", "import json; from deferred_cleanup import probe; "
+                        "print(json.dumps(probe.interpreter_metadata()))"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    md = json.loads(p.stdout)
+    assert (md["name"], md["source"]) == (DERIVED_NAME, DERIVED_SOURCE)
+    assert "unknown" not in (md["name"], md["source"])
 
 
 def test_raw_timings_are_kept_apart(measured):
@@ -116,7 +139,7 @@ def test_report_no_difference_on_this_interpreter(measured, tmp_path):
     p = run_report(tmp_path, [f], "cp399-nowhere: not installed here")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "CPython behaviour changed" not in p.stdout
-    assert "free-threaded: not available" in p.stdout
+    assert any(line.startswith("free-threaded: ") for line in p.stdout.splitlines())
     header = p.stdout.splitlines()[0].split()
     assert header[-1] == "cp399-nowhere" and "MISSING" in p.stdout
     assert (tmp_path / "out" / "probe.md").read_text().count("| capacity |") == 1
@@ -144,10 +167,154 @@ def test_report_says_when_reference_burst_is_absent(measured, tmp_path):
 
 
 def test_probe_records_reference_burst(tmp_path):
-    result, _ = run_probe(tmp_path)
+    result, _, _ = run_probe(tmp_path)
     rb = result["reference_burst"]
     assert rb.get("available"), rb
     for key in ("payloads", "cleaned", "pending_calls", "drain_cycles", "delay_ms"):
         assert key in rb, key
     line = report.burst_line(result)
     assert f"payloads={rb['payloads']}" in line
+
+
+# ---------------------------------------------------------------- probe --check
+NEWEST = max(r.hi for r in cpython_facts.TABLE)  # the newest version the table has rows for
+NEWEST_S = f"{NEWEST[0]}.{NEWEST[1]}"
+
+
+def write_json(path: Path, result: dict) -> Path:
+    path.write_text(json.dumps(result))
+    return path
+
+
+def changed_capacity(result: dict) -> dict:
+    """A deep copy of ``result`` whose ``capacity`` is one more than measured."""
+    out = json.loads(json.dumps(result))
+    out["fields"]["capacity"] = result["fields"]["capacity"] + 1
+    return out
+
+
+@pytest.fixture
+def fake_version(measured):
+    """Factory: this interpreter's measurements, relabelled as CPython ``X.Y.0a1``.
+
+    ``fake_version(minor)`` returns a copy of the measured JSON whose version is
+    ``3.<minor>.0a1`` (the fields are this interpreter's); the probe's
+    ``--load`` then treats it as a run of that version.
+    """
+    def make(minor: int) -> dict:
+        out = json.loads(json.dumps(measured))
+        out["interpreter"]["version"] = f"3.{minor}.0a1"
+        out["interpreter"]["version_info"] = [3, minor, 0]
+        out["interpreter"]["name"] = f"cp3{minor}-custom"
+        return out
+    return make
+
+
+def test_check_exits_0_on_this_interpreter(probe_run):
+    _, stdout, rc = probe_run
+    assert rc == 0, stdout
+    assert f"check: no difference from the expected table for {VERSION[0]}.{VERSION[1]}" in stdout
+    assert "CPython behaviour changed" not in stdout
+
+
+def test_check_exits_1_when_a_field_changes(measured, tmp_path):
+    f = write_json(tmp_path / "changed.json", changed_capacity(measured))
+    p = probe_cli("--load", str(f), "--check")
+    assert p.returncode == 1, p.stdout + p.stderr
+    cap = measured["fields"]["capacity"]
+    want = f"CPython behaviour changed: {platform.python_version()} capacity expected {cap}, measured {cap + 1}"
+    assert want in p.stdout.splitlines()
+    assert "check: 1 difference(s) from the expected table" in p.stdout
+
+
+def test_check_exits_1_when_a_field_is_not_measured(measured, tmp_path):
+    gone = json.loads(json.dumps(measured))
+    del gone["fields"]["delay.busy_python"]
+    p = probe_cli("--load", str(write_json(tmp_path / "gone.json", gone)), "--check")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert f"delay.busy_python expected {report.fmt(cpython_facts.expected('delay.busy_python', VERSION))}, " \
+           f"measured <not measured>" in p.stdout
+
+
+def test_check_without_check_flag_exits_0_on_a_difference(measured, tmp_path):
+    # Measuring (or printing a saved run) is not checking: exit 0, no verdict.
+    p = probe_cli("--load", str(write_json(tmp_path / "changed.json", changed_capacity(measured))))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "check:" not in p.stdout
+
+
+def test_check_newer_than_the_table_compares_with_the_newest_row(fake_version, tmp_path):
+    newer = fake_version(NEWEST[1] + 1)
+    newer["fields"]["capacity"] = cpython_facts.expected("capacity", NEWEST) + 1  # one sure difference
+    f = write_json(tmp_path / "newer.json", newer)
+    p = probe_cli("--load", str(f), "--check")
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    heads = [line for line in lines if line.startswith("newer than the table:")]
+    assert len(heads) == 1 and heads[0].startswith(f"newer than the table: differences from {NEWEST_S} ")
+    cap = cpython_facts.expected("capacity", NEWEST)
+    assert f"  capacity expected {cap} (as on {NEWEST_S}), measured {cap + 1}" in lines
+    # Every other line is a field whose value differs from the newest row, and no more.
+    want = {f for f in cpython_facts.FIELDS
+            if (type(newer["fields"][f]), newer["fields"][f]) != (type(cpython_facts.expected(f, NEWEST)),
+                                                                   cpython_facts.expected(f, NEWEST))}
+    got = {line.split()[0] for line in lines if line.startswith("  ")}
+    assert got == want
+    assert "CPython behaviour changed" not in p.stdout and "<no expected row>" not in p.stdout
+    strict = probe_cli("--load", str(f), "--check", "--strict")
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert heads[0] in strict.stdout.splitlines()
+
+
+def test_check_newer_than_the_table_without_difference_exits_0_even_strict(fake_version, tmp_path):
+    newer = fake_version(NEWEST[1] + 1)
+    newer["fields"] = {f: cpython_facts.expected(f, NEWEST) for f in cpython_facts.FIELDS}
+    f = write_json(tmp_path / "newer-same.json", newer)
+    p = probe_cli("--load", str(f), "--check", "--strict")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"check: no difference from the expected table for {NEWEST_S}" in p.stdout
+
+
+def test_report_newer_than_the_table_is_news_not_failure(fake_version, measured, tmp_path):
+    here = write_json(tmp_path / "here.json", measured)
+    newer = fake_version(NEWEST[1] + 1)
+    newer["fields"]["capacity"] = cpython_facts.expected("capacity", NEWEST) + 1
+    f = write_json(tmp_path / "newer.json", newer)
+    p = run_report(tmp_path, [here, f])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"newer than the table: differences from {NEWEST_S} (cp3{NEWEST[1] + 1}-custom" in p.stdout
+    assert "CPython behaviour changed" not in p.stdout
+    saved = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert {(d["field"], d["compared_with"], d["newer_than_table"]) for d in saved["differences"]} >= {
+        ("capacity", NEWEST_S, True)}
+    strict = subprocess.run([sys.executable, "-m", "deferred_cleanup.report", "--strict", "--out-dir",
+                             str(tmp_path / "out2"), str(here), str(f)], capture_output=True, text=True, timeout=60)
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+
+
+def test_help_says_time_crashes_and_exit_codes():
+    p = probe_cli("--help")
+    assert p.returncode == 0
+    text = " ".join(p.stdout.split())
+    assert "about 5 s" in text
+    assert "crashes ON PURPOSE with SIGSEGV" in text
+    for status in ("0 measured", "1 --check found a difference", "2 bad arguments"):
+        assert status in text, status
+
+
+# ---------------------------------------------------------------- the free-threaded line
+def test_free_threaded_line_is_derived_from_the_measured_interpreters(measured, tmp_path):
+    here = write_json(tmp_path / "here.json", measured)
+    p = run_report(tmp_path, [here])
+    line = next(line for line in p.stdout.splitlines() if line.startswith("free-threaded:"))
+    if measured["interpreter"]["gil_disabled"]:
+        assert line == f"free-threaded: measured on {measured['interpreter']['name']}"
+    else:
+        assert line == "free-threaded: not available (no Py_GIL_DISABLED build among the 1 interpreter(s) measured)"
+    # An interpreter that reported Py_GIL_DISABLED=1 changes the line.
+    ft = json.loads(json.dumps(measured))
+    ft["interpreter"].update(gil_disabled=True, name="cp399t-elsewhere")
+    p2 = run_report(tmp_path, [here, write_json(tmp_path / "ft.json", ft)])
+    assert "free-threaded: measured on cp399t-elsewhere" in p2.stdout.splitlines()
+    saved = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert saved["free_threaded"] == "measured on cp399t-elsewhere"

@@ -15,16 +15,33 @@ Sources:
                      Debian unstable root made by tools/sid-root.sh; jobs run
                      inside it with the work tree bind-mounted at the same path.
 
-Usage:
-  tools/matrix.py provision [--only NAME,...]
-  tools/matrix.py build     [--only NAME,...]
-  tools/matrix.py probe     [--only NAME,...]
-  tools/matrix.py test      [--only NAME,...] [--no-once] [-- PYTEST_ARGS...]
-  tools/matrix.py run NAME -- CMD...      run CMD with NAME's python as $PY
-  tools/matrix.py python NAME             print the python path to use for NAME
+  * path               any interpreter you name with --python PATH (or a path
+                     in place of NAME): e.g. a CPython build tree's ./python.
+                     Only that one is used: no pyenv, no Debian root, no root.
 
-Under CI=true a missing interpreter 3.10…3.15 is an error.  Free-threaded
-builds are not available from either source; the matrix says so.
+Usage:
+  tools/matrix.py provision [--only NAME,... | --python PATH]
+  tools/matrix.py build     [--only NAME,... | --python PATH]
+  tools/matrix.py probe     [--only NAME,... | --python PATH]
+  tools/matrix.py test      [--only NAME,... | --python PATH] [--no-once] [-- PYTEST_ARGS...]
+  tools/matrix.py run NAME|PATH -- CMD...      run CMD with NAME's python as $PY
+  tools/matrix.py python NAME|PATH             print the python path to use for NAME
+
+With --python PATH the matrix has one column: a virtual environment made from
+PATH under $DC_CACHE/venvs/ and this checkout's build installed into it (the
+CMake tree under build/).  Its name and source are DC_INTERPRETER_NAME and
+DC_INTERPRETER_SOURCE when set, else derived: cp<major><minor>[t][d]-custom
+(t free-threaded, d debug) and path:PATH.  The run-once checks (ONCE_CHECKS:
+docs, model and litmus, hardware) need the full matrix and are left out.
+`make probe PYTHON=PATH` and `make test PYTHON=PATH` pass --python PATH.
+
+Every job runs with DC_MATRIX=1 in its environment: tests/conftest.py runs the
+tests marked docs, tools, hardware and soak only then (plain pytest skips them).
+
+Under CI=true a missing interpreter 3.10…3.15 is an error.  The line
+"free-threaded: ..." is derived from what each interpreter reports
+(sysconfig Py_GIL_DISABLED); neither pyenv here nor Debian unstable has such
+a build, so it says "not available".
 
 Only the standard library is used here: this script runs on whatever python3
 the machine has before anything is provisioned.
@@ -69,6 +86,7 @@ class Interp:
     source: str          # "pyenv" | "debian-sid"
     debug: bool = False
     sid_python: str = ""  # path inside the sid root
+    custom: bool = False  # given with --python PATH: source is "path:PATH"
     extra_reqs: bool = False  # docs environment: also docs/requirements.txt
     base: str = ""       # for derived envs: the interpreter they reuse
     # filled by discovery
@@ -80,10 +98,18 @@ class Interp:
         return self.source == "debian-sid"
 
     @property
+    def key(self) -> str:
+        """Directory name of its venv and CMake tree: the name, plus for a --python
+        interpreter a hash of its path (two build trees of one version stay apart)."""
+        if self.custom:
+            return f"{self.name}-{hashlib.sha256(str(self.python).encode()).hexdigest()[:8]}"
+        return self.name
+
+    @property
     def venv(self) -> str:
         if self.in_sid:
             return f"{SID_VENVS}/{self.name}"
-        return str(CACHE / "venvs" / self.name)
+        return str(CACHE / "venvs" / self.key)
 
     @property
     def venv_host(self) -> Path:
@@ -186,6 +212,8 @@ def ensure_sid() -> bool:
 
 
 def discover(it: Interp) -> None:
+    if it.custom:
+        return  # custom_interp() found it, or said why not
     if it.base:
         base = next(i for i in MATRIX if i.name == it.base)
         discover(base)
@@ -202,6 +230,50 @@ def discover(it: Interp) -> None:
             it.python = it.sid_python
 
 
+METADATA_CODE = (
+    "import json,sys,sysconfig,platform;print(json.dumps({'version':platform.python_version(),"
+    "'version_info':list(sys.version_info[:3]),'debug':hasattr(sys,'gettotalrefcount'),"
+    "'gil_disabled':bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
+    "'implementation':platform.python_implementation()}))")
+
+
+def custom_interp(path: str) -> Interp:
+    """The one-column matrix for --python PATH (or a path given as NAME).
+
+    The name is DC_INTERPRETER_NAME or cp<major><minor>[t][d]-custom, the source
+    DC_INTERPRETER_SOURCE or path:<absolute PATH>, the same rule as
+    deferred_cleanup.probe.derived_name.  A PATH that does not run, is not
+    CPython, or is older than 3.10 comes back with why_missing set.
+    """
+    exe = path if os.sep in path else (shutil.which(path) or path)
+    exe = os.path.abspath(exe)
+    src = os.environ.get("DC_INTERPRETER_SOURCE") or f"path:{exe}"
+    it = Interp(os.environ.get("DC_INTERPRETER_NAME") or "custom", "", src, custom=True)
+    try:
+        out = subprocess.run([exe, "-c", METADATA_CODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        it.why_missing = f"{exe} does not run: {e}"
+        return it
+    if out.returncode != 0:
+        it.why_missing = f"{exe} exited {out.returncode}: {(out.stderr.strip().splitlines() or [''])[-1]}"
+        return it
+    md = json.loads(out.stdout.strip().splitlines()[-1])
+    major, minor = md["version_info"][:2]
+    it.minor = f"{major}.{minor}"
+    it.debug = md["debug"]
+    if not os.environ.get("DC_INTERPRETER_NAME"):
+        flags = ("t" if md["gil_disabled"] else "") + ("d" if md["debug"] else "")
+        it.name = f"cp{major}{minor}{flags}-custom"
+    if md["implementation"] != "CPython":
+        it.why_missing = f"{exe} is {md['implementation']}, not CPython"
+    elif (major, minor) < (3, 10):
+        it.why_missing = f"{exe} is Python {md['version']}; deferred-cleanup needs CPython 3.10 or newer"
+    else:
+        it.python = exe
+    return it
+
+
 # ---------------------------------------------------------------- provisioning
 def stamp_ok(path: Path, want: str) -> bool:
     return path.exists() and path.read_text() == want
@@ -216,17 +288,17 @@ def provision(it: Interp) -> None:
     stamp = it.venv_host / ".dc-env-stamp"
     if stamp_ok(stamp, want):
         return
-    log = BUILD / "logs" / f"{it.name}-venv.log"
+    log = BUILD / "logs" / f"{it.key}-venv.log"
     say(f"{it.name}: creating virtual environment {it.venv} (log: {log.relative_to(REPO)})")
     if it.venv_host.exists():
         shutil.rmtree(it.venv_host)
     run(in_env(it, [it.python, "-m", "venv", it.venv]), log=log)
     # venv's bundled pip can predate config settings (-C); upgrade it first.
     run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", PIP]),
-        log=BUILD / "logs" / f"{it.name}-pip-self.log")
+        log=BUILD / "logs" / f"{it.key}-pip-self.log")
     say(f"{it.name}: pip install {' '.join(reqs)}")
     run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs]),
-        log=BUILD / "logs" / f"{it.name}-pip.log")
+        log=BUILD / "logs" / f"{it.key}-pip.log")
     stamp.write_text(want)
 
 
@@ -243,15 +315,21 @@ def source_hash() -> str:
 
 def build(it: Interp, src_hash: str) -> None:
     stamp = it.venv_host / ".dc-build-stamp"
-    if stamp_ok(stamp, src_hash):
+    want = src_hash
+    if it.custom:
+        # A CPython build tree changes under the same path: rebuild after its
+        # interpreter was rebuilt (its headers, and so its ABI, may have changed).
+        st = os.stat(it.python)
+        want += f" {it.python} {st.st_mtime_ns} {st.st_size}"
+    if stamp_ok(stamp, want):
         return
-    log = BUILD / "logs" / f"{it.name}-build.log"
-    say(f"{it.name}: building deferred_cleanup._native (scikit-build-core, build/{it.name}; log: {log.relative_to(REPO)})")
+    log = BUILD / "logs" / f"{it.key}-build.log"
+    say(f"{it.name}: building deferred_cleanup._native (scikit-build-core, build/{it.key}; log: {log.relative_to(REPO)})")
     t0 = time.monotonic()
     run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-build-isolation",
-                    "--no-deps", "-C", f"build-dir=build/{it.name}", "-C", "cmake.build-type=RelWithDebInfo", str(REPO)]),
+                    "--no-deps", "-C", f"build-dir=build/{it.key}", "-C", "cmake.build-type=RelWithDebInfo", str(REPO)]),
         log=log, cwd=REPO)
-    stamp.write_text(src_hash)
+    stamp.write_text(want)
     say(f"{it.name}: built in {time.monotonic() - t0:.0f} s")
 
 
@@ -267,16 +345,19 @@ def metadata(it: Interp) -> dict:
 
 
 def _ask_metadata(it: Interp) -> dict:
-    code = ("import json,sys,sysconfig,platform;print(json.dumps({'version':platform.python_version(),"
-            "'debug':hasattr(sys,'gettotalrefcount'),'gil_disabled':bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
-            "'implementation':platform.python_implementation()}))")
-    out = subprocess.check_output(in_env(it, [it.py, "-c", code]), text=True)
+    out = subprocess.check_output(in_env(it, [it.py, "-c", METADATA_CODE]), text=True)
     md = json.loads(out.strip().splitlines()[-1])
     md.update(name=it.name, source=it.source)
     return md
 
 
-def select(only: str | None, include_docs=False) -> list[Interp]:
+def select(only: str | None, include_docs=False, python: str | None = None) -> list[Interp]:
+    if python:
+        if only:
+            raise SystemExit("[matrix] --only and --python exclude each other")
+        return [custom_interp(python)]
+    if only and ("/" in only or only.startswith(".")):
+        return [custom_interp(only)]
     if not only:
         return list(MATRIX) + ([DOCS_ENV] if include_docs else [])
     names = only.split(",")
@@ -299,7 +380,7 @@ def env_lock(it: Interp):
         return
     lockdir = CACHE / "locks"
     lockdir.mkdir(parents=True, exist_ok=True)
-    with open(lockdir / f"{it.name}.lock", "w") as f:
+    with open(lockdir / f"{it.key}.lock", "w") as f:
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -318,6 +399,7 @@ def run_in(it: Interp, argv: list[str], **kw) -> subprocess.CompletedProcess:
         build(it, source_hash())
         env = dict(kw.pop("env", None) or os.environ)
         env["DC_MATRIX_HELD"] = ",".join(filter(None, [env.get("DC_MATRIX_HELD", ""), it.name]))
+        env["DC_MATRIX"] = "1"  # tests/conftest.py: the docs, tools, hardware and soak tests may run
         return subprocess.run(in_env(it, argv), env=env, **kw)
 
 
@@ -353,7 +435,11 @@ def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
-    print("free-threaded: not available (neither pyenv here nor Debian unstable ships a Py_GIL_DISABLED build)")
+    # Derived from what each ready interpreter reported (sysconfig Py_GIL_DISABLED).
+    ft = [it.name for it in ready if it in envs and metadata(it)["gil_disabled"]]
+    print("free-threaded: " + (", ".join(ft) if ft else
+                               f"not available (none of the {len([i for i in ready if i in envs])} interpreter(s) "
+                               "here has Py_GIL_DISABLED=1)"))
     missing = [m for m in REQUIRED_MINORS if m not in have and any(i.minor == m for i in envs)]
     for m in missing:
         print(f"missing: CPython {m}")
@@ -367,21 +453,21 @@ def check_missing(missing: list[str]) -> None:
 
 # ---------------------------------------------------------------- jobs
 def cmd_provision(a) -> int:
-    envs = select(a.only)
+    envs = select(a.only, python=a.python)
     ready = prepare(envs, do_build=False)
     check_missing(print_matrix(envs, ready))
     return 0
 
 
 def cmd_build(a) -> int:
-    envs = select(a.only)
+    envs = select(a.only, python=a.python)
     ready = prepare(envs)
     check_missing(print_matrix(envs, ready))
     return 0
 
 
 def cmd_probe(a) -> int:
-    envs = select(a.only)
+    envs = select(a.only, python=a.python)
     ready = prepare(envs)
     check_missing(print_matrix(envs, ready))
     out = BUILD / "probe"
@@ -427,7 +513,10 @@ def junit_counts(path: Path) -> tuple[int, int, int]:
 
 
 def cmd_test(a) -> int:
-    envs = select(a.only, include_docs=not a.no_once)
+    envs = select(a.only, include_docs=not a.no_once, python=a.python)
+    if envs[0].custom and not a.no_once:
+        say(f"one interpreter given: the run-once checks ({', '.join(label for label, _, _ in ONCE_CHECKS)}) "
+            "are left out; they need the full matrix (make test without PYTHON=)")
     ready = prepare(envs)
     missing = print_matrix([e for e in envs if e is not DOCS_ENV], [r for r in ready if r is not DOCS_ENV])
     check_missing(missing)
@@ -475,6 +564,12 @@ def cmd_test(a) -> int:
 
 
 def cmd_python(a) -> int:
+    if "/" in a.name or a.name.startswith("."):
+        it = custom_interp(a.name)
+        if it.python is None:
+            raise SystemExit(f"[matrix] {it.why_missing}")
+        print(it.py)
+        return 0
     it = next((i for i in [*MATRIX, DOCS_ENV] if i.name == a.name), None)
     if it is None:
         raise SystemExit(f"unknown interpreter {a.name}")
@@ -496,12 +591,17 @@ def cmd_run(a) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
+    only_help = "comma-separated matrix names (e.g. cp312-pyenv,cp314-sid), or one interpreter's path"
+    python_help = ("test exactly this interpreter (e.g. a CPython build tree's ./python) in a venv made from it; "
+                   "no pyenv, no Debian root, no root")
     for name, fn in (("provision", cmd_provision), ("build", cmd_build), ("probe", cmd_probe)):
         s = sub.add_parser(name)
-        s.add_argument("--only")
+        s.add_argument("--only", help=only_help)
+        s.add_argument("--python", metavar="PATH", help=python_help)
         s.set_defaults(fn=fn)
     s = sub.add_parser("test")
-    s.add_argument("--only")
+    s.add_argument("--only", help=only_help)
+    s.add_argument("--python", metavar="PATH", help=python_help)
     s.add_argument("--no-once", action="store_true", help="skip the run-once checks (docs, model, litmus)")
     s.add_argument("pytest_args", nargs=argparse.REMAINDER)
     s.set_defaults(fn=cmd_test)

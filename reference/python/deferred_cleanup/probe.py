@@ -1,7 +1,9 @@
 """Measure CPython's pending-call machinery on the running interpreter.
 
 ``python -m deferred_cleanup.probe`` prints one table; ``--json PATH`` also
-writes the measurements as JSON.  The measurements themselves are taken in C++
+writes the measurements as JSON; ``--check`` compares them with the expected
+table (:mod:`deferred_cleanup.cpython_facts`) and exits 1 on a difference
+(``--help`` says how long it takes and what each exit status means).  The measurements themselves are taken in C++
 (``deferred_cleanup._native.probe``) from a *foreign thread*: a plain
 ``std::thread`` with no Python thread state, like CUDA's user-object destructor
 thread.  This module only orchestrates: it holds the main thread in a
@@ -35,7 +37,7 @@ import sysconfig
 import threading
 import time
 
-from . import _native
+from . import _native, cpython_facts
 
 P = _native.probe
 
@@ -492,21 +494,48 @@ def probe_reference_burst() -> dict:
 
 
 # ---------------------------------------------------------------- driver
+def derived_name(version_info, debug: bool, gil_disabled: bool, suffix: str = "custom") -> str:
+    """The matrix-style column name of an interpreter that no environment variable names.
+
+    :param version_info: (major, minor, ...) of the interpreter (sequence of int).
+    :param debug: whether it is a debug build (bool, ``sys.gettotalrefcount`` present).
+    :param gil_disabled: whether it is a free-threaded build (bool, ``Py_GIL_DISABLED``).
+    :param suffix: what follows the dash (str), ``"custom"`` by default.
+    :returns: str, e.g. ``"cp312-custom"``, ``"cp314d-custom"``, ``"cp313t-custom"`` (the
+        letters are CPython's ABI flags: ``t`` free-threaded, ``d`` debug).
+    """
+    flags = ("t" if gil_disabled else "") + ("d" if debug else "")
+    return f"cp{version_info[0]}{version_info[1]}{flags}-{suffix}"
+
+
+def derived_source() -> str:
+    """Where the running interpreter comes from, when ``DC_INTERPRETER_SOURCE`` does not say.
+
+    :returns: str ``"path:<file>"``: the interpreter binary with symbolic links resolved,
+        so that a virtual environment names the interpreter it was made from (on POSIX a
+        venv's ``bin/python`` is a link to it).
+    """
+    return "path:" + os.path.realpath(sys.executable)
+
+
 def interpreter_metadata() -> dict:
     """Describe the running interpreter.
 
     :returns: dict with ``name`` and ``source`` (from ``DC_INTERPRETER_NAME`` /
-        ``DC_INTERPRETER_SOURCE``, ``"unknown"`` when unset), ``version`` (str),
-        ``version_info`` ([major, minor, micro]), ``debug`` (bool),
+        ``DC_INTERPRETER_SOURCE``; when unset, :func:`derived_name` and
+        :func:`derived_source`, e.g. ``"cp312-custom"`` and ``"path:/usr/bin/python3.12"``),
+        ``version`` (str), ``version_info`` ([major, minor, micro]), ``debug`` (bool),
         ``gil_disabled`` (bool), ``implementation`` and ``executable`` (str).
     """
+    debug = hasattr(sys, "gettotalrefcount")
+    gil_disabled = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
     return {
-        "name": os.environ.get("DC_INTERPRETER_NAME", "unknown"),
-        "source": os.environ.get("DC_INTERPRETER_SOURCE", "unknown"),
+        "name": os.environ.get("DC_INTERPRETER_NAME") or derived_name(sys.version_info, debug, gil_disabled),
+        "source": os.environ.get("DC_INTERPRETER_SOURCE") or derived_source(),
         "version": platform.python_version(),
         "version_info": list(sys.version_info[:3]),
-        "debug": hasattr(sys, "gettotalrefcount"),
-        "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        "debug": debug,
+        "gil_disabled": gil_disabled,
         "implementation": platform.python_implementation(),
         "executable": sys.executable,
     }
@@ -544,15 +573,57 @@ def format_table(result: dict) -> str:
     return "\n".join(f"{k.ljust(w)}  {v}" for k, v in rows)
 
 
+HELP_EPILOG = """\
+time: about 5 s on an idle machine, at most a few minutes on a loaded one:
+  every wait is bounded (a call counts as starved after 1.5 s) and every child
+  interpreter has a 60 s timeout.
+
+child interpreters: the finalization cases and the reference burst run in
+  child processes (python -m deferred_cleanup.probe --child ...).  On CPython
+  3.10-3.12 one child crashes ON PURPOSE with SIGSEGV: it calls
+  Py_AddPendingCall after Py_FinalizeEx, which those versions do not survive
+  (field after_finalize.outcome).  Core dumps are turned off for that child,
+  but the kernel log or systemd-coredump may still record the crash.
+
+--check compares with deferred_cleanup.cpython_facts, the cited table of
+  expected facts, for the running version (a version newer than the table,
+  e.g. CPython's main branch, is compared with the newest row, 3.15, under
+  the heading "newer than the table: differences from 3.15").
+
+exit status:
+  0  measured (without --check); or no difference from the table; or only
+     differences of a version newer than the table, without --strict
+  1  --check found a difference from the table (with --strict: also for a
+     version newer than the table)
+  2  bad arguments
+  other: the probe itself failed (a traceback says where)
+
+environment: DC_INTERPRETER_NAME and DC_INTERPRETER_SOURCE name the
+  interpreter in the output (tools/matrix.py sets them); unset, the name is
+  derived (e.g. cp312-custom) and the source is path:<the python binary>.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m deferred_cleanup.probe [--json PATH]``.
+    """Command line: ``python -m deferred_cleanup.probe [--json PATH] [--check [--strict]] [--load PATH]``.
 
     :param argv: arguments (list[str]; default ``sys.argv[1:]``).
-    :returns: exit status (int): 0.
+    :returns: exit status (int): 0, or 1 when ``--check`` (or ``--strict``) finds a
+        difference from the expected table that counts (see ``HELP_EPILOG``).
+    :raises SystemExit: 2 on bad arguments (argparse); OSError / ValueError when
+        ``--load`` names an unreadable or malformed file.
     """
-    ap = argparse.ArgumentParser(prog="python -m deferred_cleanup.probe", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m deferred_cleanup.probe", description=__doc__.split("\n\n")[0],
+                                 epilog=HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON to PATH")
     ap.add_argument("--no-burst", action="store_true", help="do not run deferred_cleanup.reference_burst")
+    ap.add_argument("--check", action="store_true",
+                    help="compare with the expected table; exit 1 and print each difference if there is one")
+    ap.add_argument("--strict", action="store_true",
+                    help="with --check (implied): a version newer than the table fails on a difference too")
+    ap.add_argument("--load", metavar="PATH",
+                    help="do not measure: take the measurements from PATH, a file written by --json "
+                         "(e.g. on another machine), and print / check those")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child == "burst":
@@ -562,16 +633,33 @@ def main(argv: list[str] | None = None) -> int:
     if a.child:
         _child(a.child)
         return 0
-    result = measure(with_burst=not a.no_burst)
+    if a.load:
+        with open(a.load) as f:
+            result = json.load(f)
+    else:
+        result = measure(with_burst=not a.no_burst)
     print(format_table(result))
-    rb = result["reference_burst"]
+    rb = result.get("reference_burst") or {"available": False, "why": "not recorded"}
     print("reference burst: " + (json.dumps({k: v for k, v in rb.items() if k != "available"})
                                  if rb.get("available") else "not available (" + rb["why"] + ")"))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)
-    return 0
-
+    if not (a.check or a.strict):
+        return 0
+    from . import report
+    c = report.check(result)
+    for line in c.lines(with_name=False):
+        print(line)
+    v = f"{c.against[0]}.{c.against[1]}"
+    if not c.diffs:
+        print(f"check: no difference from the expected table for {v} ({len(cpython_facts.FIELDS)} fields)")
+    elif c.fails(a.strict):
+        print(f"check: {len(c.diffs)} difference(s) from the expected table for {v}: exit 1")
+    else:
+        print(f"check: {len(c.diffs)} difference(s) from {v}, the newest row, on CPython {c.version}: "
+              f"exit 0 (--strict makes them fail)")
+    return 1 if c.fails(a.strict) else 0
 
 if __name__ == "__main__":
     sys.exit(main())
