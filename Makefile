@@ -4,13 +4,14 @@ PYTHON ?= python3
 MATRIX  = $(PYTHON) tools/matrix.py
 SOAK_N ?= 200
 
-.PHONY: help probe test provision build docs sanitize tsan asan soak clean
+.PHONY: help probe test provision build docs sanitize tsan asan mutate soak clean
 
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
 	@echo "make test      build and run the whole suite on every interpreter, plus the run-once checks"
 	@echo "make docs      build the documentation site into build/docs/html"
 	@echo "make sanitize  the C++ core under ThreadSanitizer, then AddressSanitizer+UBSan"
+	@echo "make mutate    the mutation kill matrix: every mutant in tests/mutants/ must be killed (build/mutate/)"
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
 
 provision:
@@ -35,6 +36,9 @@ tsan:
 
 asan:
 	bash .ci/asan.sh
+
+mutate:
+	$(PYTHON) tools/mutate.py
 
 soak:
 	SOAK_N=$(SOAK_N) $(MATRIX) test --no-once -- -m soak

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -160,6 +161,54 @@ TEST_P(Core, CleanupDirectlyWhenCreationFailed) {
   EXPECT_EQ(it.hits[0], 1);
   EXPECT_EQ(dc_test::counters().added, 0u);
   EXPECT_EQ(q.stats.direct_cleanups.load(), 1u);
+}
+
+// An item embedded in a heap allocation that its own cleanup overwrites
+// (poison) and frees, as a real payload owner may: the drain must read `next`
+// before running the cleanup, and must run each cleanup once (a second run
+// would touch freed memory).  Under AddressSanitizer either mistake is a
+// heap-use-after-free report; without it, the poison makes a late read of
+// `next` follow a wild pointer.
+struct Owned {
+  dc::DeferredCleanupItem item;
+  std::size_t index = 0;
+  std::vector<unsigned char>* hits = nullptr;
+};
+
+void free_and_poison(void* payload) noexcept {
+  auto* o = static_cast<Owned*>(payload);
+  ++(*o->hits)[o->index];
+  std::memset(static_cast<void*>(o), 0xA5, sizeof(Owned));
+  delete o;
+}
+
+Owned* new_owned(std::vector<unsigned char>& hits, std::size_t index) {
+  auto* o = new Owned;
+  o->index = index;
+  o->hits = &hits;
+  dc::init_item(o->item, o, &free_and_poison);
+  return o;
+}
+
+TEST_P(Core, CleanupMayFreeAndPoisonItsItem) {
+  dc_test::reset_host(1, 0, 1);
+  dc::Queue q(variant(), dc_test::host());
+  std::vector<unsigned char> hits(16, 0);
+  // Half through the pending call: one call, eight items.
+  for (std::size_t i = 0; i < 8; ++i) dc::on_user_object_destroyed(q, &new_owned(hits, i)->item);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  // Half refused (the ring is full), then cleaned by an entry point: the
+  // reference drains directly, the seed's retry makes the pending call.
+  ASSERT_TRUE(dc_test::add_foreign());
+  for (std::size_t i = 8; i < 16; ++i) {
+    EXPECT_EQ(dc::on_user_object_destroyed(q, &new_owned(hits, i)->item), dc::ScheduleResult::refused);
+  }
+  EXPECT_EQ(dc_test::run_all(), 1u);  // the foreign call
+  dc::drain_at_entry(q);
+  dc_test::run_all();
+  for (std::size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << "item " << i;
+  EXPECT_EQ(q.stats.cleaned.load(), 16u);
+  EXPECT_TRUE(q.empty_snapshot());
 }
 
 TEST(Shutdown, AfterCloseCallbacksOnlyEnqueueAndAreLeaked) {
