@@ -76,7 +76,7 @@ CPP_ENV = {
     "DC_HANDSHAKE_ROUNDS": "1000",
     "DC_HANDSHAKE_SECONDS": "5",
 }
-CPP_TEST_TIMEOUT_S = 60  # per GoogleTest test (each runs in its own process)
+CPP_TEST_TIMEOUT_S = 30  # per GoogleTest test (each runs in its own process)
 PYTEST_TIMEOUT_S = 600
 SANITIZERS = {
     "cpp": ("", {}),
@@ -252,6 +252,7 @@ class Runner:
         self.fast = fast
         self._matrix = None
         self._envs: dict = {}
+        self._tools_checked = False
 
     # -- interpreters, through tools/matrix.py (provisioned once, then reused)
     def matrix(self):
@@ -316,6 +317,11 @@ class Runner:
 
     def check_cpp(self, check: str, tree: Path, logs: Path, mutant: Mutant | None) -> CheckResult:
         flags, san_env = SANITIZERS[check]
+        if not self._tools_checked:
+            # g++, cmake and GoogleTest: installed with apt when missing, by
+            # the same function the sanitizer scripts use.
+            subprocess.run(["bash", "-c", ". .ci/sanitizer-common.sh && ensure_tools"], cwd=REPO, check=True)
+            self._tools_checked = True
         bdir = tree / "build" / check
         log = logs / f"{check}.log"
         build_log = logs / f"{check}-build.log"
