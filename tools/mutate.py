@@ -40,6 +40,12 @@ Usage:
   tools/mutate.py [--fast] [--only NAME,...] [--keep] [--out DIR] [--mutants DIR]
   tools/mutate.py --validate          parse every mutant and check its find text
   tools/mutate.py --list              the mutants and their checks
+  tools/mutate.py --universal N [--seed S]
+                                      a report only: N mutants drawn at random from
+                                      those universalmutator generates for the core
+                                      headers, each run against the C++ suite under
+                                      ASan+UBSan; the kill score and the survivors go
+                                      to build/mutate/universal.md (never fails the run)
 
 Writes build/mutate/mutate.json and build/mutate/mutate.md and prints the table
 `mutant | property | killed by | note`.  Exit status 1 when the control fails,
@@ -187,10 +193,10 @@ def tree_files() -> list[str]:
     return sorted({f for f in out.decode().split("\0") if f and (REPO / f).is_file()})
 
 
-def snapshot(files: list[str]) -> Path:
+def snapshot(files: list[str], name: str = "_source") -> Path:
     """Copy the work tree once, at the start: the control and every mutant
     start from the same files even if the work tree is edited meanwhile."""
-    dest = OUT / "_source"
+    dest = OUT / name
     if dest.exists():
         shutil.rmtree(dest)
     for f in files:
@@ -466,6 +472,106 @@ def write_reports(rows: list[dict], control: dict, total_s: float, fast: bool) -
     return md
 
 
+UNIVERSALMUTATOR = "universalmutator==1.14.1"  # pinned; its own venv under build/mutate/
+UNIVERSAL_HEADERS = ["queue.hpp", "scheduling.hpp", "drain.hpp", "callback.hpp", "shutdown.hpp", "item.hpp"]
+
+
+def universal(n: int, seed: int) -> int:
+    """A broader, automatic score (report only): universalmutator's C++ rules
+    on the core headers, a random sample of n mutants, each against the C++
+    suite under ASan+UBSan, stopping at the first failing test.  A mutant that
+    does not build is 'invalid' and left out of the score.  Survivors are
+    listed with their changed line: each is an equivalent mutant or a gap in
+    the tests, to be read by a person."""
+    import difflib
+    import random
+    venv = OUT / "universalmutator-venv"
+    tool = venv / "bin" / "mutate"
+    if not tool.exists():
+        say(f"installing {UNIVERSALMUTATOR} into {venv} (pip)")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        UNIVERSALMUTATOR], check=True)
+    gen = OUT / "universal-mutants"
+    if gen.exists():
+        shutil.rmtree(gen)
+    pool = []
+    for h in UNIVERSAL_HEADERS:
+        d = gen / h
+        d.mkdir(parents=True)
+        src = REPO / "reference" / "include" / "deferred_cleanup" / h
+        subprocess.run([str(tool), str(src), "cpp", "--noCheck", "--mutantDir", str(d)], cwd=d,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        pool += [(h, p) for p in sorted(d.glob("*.hpp"))]
+    source = snapshot(tree_files(), "_source-universal")
+    # Most generated mutants do not compile.  Draw at random and keep the
+    # first n that pass a syntax check of every core header (well under a
+    # second each), instead of paying a full build for each invalid one.
+    rng = random.Random(seed)
+    order = rng.sample(pool, len(pool))
+    inc = OUT / "_syntax" / "include"
+    if inc.parent.exists():
+        shutil.rmtree(inc.parent)
+    shutil.copytree(source / "reference" / "include", inc)
+    tu = inc.parent / "all.cpp"
+    tu.write_text("".join(f'#include "deferred_cleanup/{h}"\n' for h in UNIVERSAL_HEADERS))
+    sample, invalid = [], 0
+    for h, path in order:
+        if len(sample) >= n:
+            break
+        target = inc / "deferred_cleanup" / h
+        original = target.read_text()
+        shutil.copy2(path, target)
+        ok = subprocess.run(["g++", "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", str(inc),
+                             str(tu)], capture_output=True).returncode == 0
+        target.write_text(original)
+        if ok:
+            sample.append((h, path))
+        else:
+            invalid += 1
+    say(f"universalmutator: {len(pool)} mutants of {len(UNIVERSAL_HEADERS)} headers; drew {len(sample) + invalid} "
+        f"at random (seed {seed}): {invalid} do not compile, {len(sample)} to run")
+    runner = Runner(fast=True)
+    logs_root = OUT / "logs-universal"
+    if logs_root.exists():
+        shutil.rmtree(logs_root)
+    rows = []
+    t_start = time.monotonic()
+    for i, (h, path) in enumerate(sample, 1):
+        rel = f"reference/include/deferred_cleanup/{h}"
+        before = (source / rel).read_text().splitlines()
+        after = path.read_text().splitlines()
+        change = " / ".join(l[1:].strip() for l in difflib.unified_diff(before, after, lineterm="", n=0)
+                            if l[:1] in "+-" and not l.startswith(("+++", "---")))
+        tree = make_scratch("_universal", source)
+        shutil.copy2(path, tree / rel)
+        probe = Mutant(name=path.stem, path=path, file=rel, find="", replace="", property="", killed_by=["cpp-asan"])
+        r = runner.run_check("cpp-asan", tree, logs_root / f"{h}-{path.stem}", probe)
+        status = {"failed": "killed", "passed": "SURVIVED", "error": "invalid"}[r.outcome]
+        rows.append(dict(header=h, mutant=path.name, change=change[:160], status=status,
+                         killed_by=", ".join(f for f in r.failing if "not run" not in f)[:160]))
+        say(f"  [{i}/{len(sample)}] {h} {path.name}: {status} ({r.seconds:.0f} s) {change[:100]}")
+        shutil.rmtree(tree, ignore_errors=True)
+    valid = [r for r in rows if r["status"] != "invalid"]
+    killed = [r for r in valid if r["status"] == "killed"]
+    score = f"{len(killed)} of {len(valid)} valid mutants killed" + (
+        f" ({100 * len(killed) / len(valid):.0f} %)" if valid else "")
+    lines = [f"# universalmutator sample (report only)", "",
+             f"{UNIVERSALMUTATOR}, C++ rules, on {', '.join(UNIVERSAL_HEADERS)}: {len(pool)} mutants.  Drawn at "
+             f"random (seed {seed}) until {len(sample)} passed a syntax check ({invalid} drawn did not compile); "
+             f"each against tests/cpp under ASan+UBSan, stopping at the first failing test.  {score}; "
+             f"{len(rows) - len(valid)} more did not build.  "
+             f"{time.monotonic() - t_start:.0f} s.", "",
+             "| header | mutant | change | status | first failing test |", "|---|---|---|---|---|"]
+    esc = lambda x: str(x).replace("|", "\\|")  # noqa: E731
+    for r in rows:
+        lines.append(f"| {r['header']} | {r['mutant']} | `{esc(r['change'])}` | {r['status']} | {esc(r['killed_by'])} |")
+    (OUT / "universal.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    say(f"universal: {score}; report: {OUT / 'universal.md'}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--fast", action="store_true", help="skip a mutant's pytest checks when it names others")
@@ -474,12 +580,16 @@ def main() -> int:
     ap.add_argument("--validate", action="store_true", help="only parse the mutants and check their find texts")
     ap.add_argument("--list", action="store_true", help="list the mutants and their checks")
     ap.add_argument("--keep", action="store_true", help="keep the scratch trees (default: delete after each)")
+    ap.add_argument("--universal", type=int, metavar="N", help="report only: a sample of N universalmutator mutants")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the --universal sample (default 1)")
     ap.add_argument("--out", help="directory for scratch trees, logs and reports (default build/mutate; keep it "
                                   "inside the work tree when a check runs in the Debian unstable root)")
     a = ap.parse_args()
     global OUT
     if a.out:
         OUT = Path(a.out).resolve()
+    if a.universal:
+        return universal(a.universal, a.seed)
 
     try:
         mutants = load_all(Path(a.mutants))
