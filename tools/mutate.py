@@ -448,8 +448,7 @@ def killed_by_text(results: list[CheckResult]) -> str:
     parts = []
     for r in results:
         if r.outcome == "failed":
-            shown = r.failing[:4] + ([f"+{len(r.failing) - 4} more"] if len(r.failing) > 4 else [])
-            parts.append(f"{r.check}: {', '.join(shown)}")
+            parts.append(f"{r.check}: {', '.join(r.failing)}")
     return "; ".join(parts) or "-"
 
 
@@ -515,10 +514,19 @@ def universal(n: int, seed: int) -> int:
     shutil.copytree(source / "reference" / "include", inc)
     tu = inc.parent / "all.cpp"
     tu.write_text("".join(f'#include "deferred_cleanup/{h}"\n' for h in UNIVERSAL_HEADERS))
-    sample, invalid = [], 0
+    def code(path: Path) -> str:
+        """The file without comments (g++ -fpreprocessed -E: comments go, nothing expands)."""
+        return subprocess.run(["g++", "-x", "c++", "-fpreprocessed", "-E", "-P", str(path)], capture_output=True,
+                              text=True).stdout
+
+    plain = {h: code(source / "reference" / "include" / "deferred_cleanup" / h) for h in UNIVERSAL_HEADERS}
+    sample, invalid, comment_only = [], 0, 0
     for h, path in order:
         if len(sample) >= n:
             break
+        if code(path) == plain[h]:
+            comment_only += 1  # changes only a comment: equivalent, not worth a build
+            continue
         target = inc / "deferred_cleanup" / h
         original = target.read_text()
         shutil.copy2(path, target)
@@ -529,8 +537,9 @@ def universal(n: int, seed: int) -> int:
             sample.append((h, path))
         else:
             invalid += 1
-    say(f"universalmutator: {len(pool)} mutants of {len(UNIVERSAL_HEADERS)} headers; drew {len(sample) + invalid} "
-        f"at random (seed {seed}): {invalid} do not compile, {len(sample)} to run")
+    say(f"universalmutator: {len(pool)} mutants of {len(UNIVERSAL_HEADERS)} headers; drew "
+        f"{len(sample) + invalid + comment_only} at random (seed {seed}): {comment_only} change only a comment, "
+        f"{invalid} do not compile, {len(sample)} to run")
     runner = Runner(fast=True)
     logs_root = OUT / "logs-universal"
     if logs_root.exists():
@@ -558,7 +567,8 @@ def universal(n: int, seed: int) -> int:
         f" ({100 * len(killed) / len(valid):.0f} %)" if valid else "")
     lines = [f"# universalmutator sample (report only)", "",
              f"{UNIVERSALMUTATOR}, C++ rules, on {', '.join(UNIVERSAL_HEADERS)}: {len(pool)} mutants.  Drawn at "
-             f"random (seed {seed}) until {len(sample)} passed a syntax check ({invalid} drawn did not compile); "
+             f"random (seed {seed}) until {len(sample)} changed code and passed a syntax check ({comment_only} drawn "
+             f"changed only a comment, {invalid} did not compile); "
              f"each against tests/cpp under ASan+UBSan, stopping at the first failing test.  {score}; "
              f"{len(rows) - len(valid)} more did not build.  "
              f"{time.monotonic() - t_start:.0f} s.", "",
