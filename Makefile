@@ -3,8 +3,9 @@
 PYTHON ?= python3
 MATRIX  = $(PYTHON) tools/matrix.py
 SOAK_N ?= 200
+LOST_WAKEUP_N ?= 2000000
 
-.PHONY: help probe test provision build docs sanitize tsan asan mutate soak clean
+.PHONY: help probe test provision build docs sanitize tsan asan mutate soak gpu-compare lost-wakeup clean
 
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
@@ -13,6 +14,9 @@ help:
 	@echo "make sanitize  the C++ core under ThreadSanitizer, then AddressSanitizer+UBSan"
 	@echo "make mutate    the mutation kill matrix: every mutant in tests/mutants/ must be killed (build/mutate/)"
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
+	@echo "make gpu-compare  scenarios A-E on cuda-core and on our cuda driver (needs a GPU, cuda-core and"
+	@echo "               deferred_cleanup installed in $(PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
+	@echo "make lost-wakeup  the lost wakeup on this CPU, per variant (LOST_WAKEUP_N=$(LOST_WAKEUP_N) handoffs)"
 
 provision:
 	$(MATRIX) provision
@@ -42,6 +46,25 @@ mutate:
 
 soak:
 	SOAK_N=$(SOAK_N) $(MATRIX) test --no-once -- -m soak
+
+# Runs with $(PYTHON) as it is (the GPU machine's own interpreter, with
+# cuda-core and this package installed); exits 2 with one line saying why
+# where there is no GPU, driver, cuda-core or deferred_cleanup.
+# GPU_COMPARE_ARGS: e.g. --cuda-core 1.2.2=/tmp/cc122 --ours reference cuda-core-1.2
+gpu-compare:
+	$(PYTHON) tools/gpu_compare.py --out build/gpu-compare $(GPU_COMPARE_ARGS)
+# The lost wakeup on real hardware (tests/cpp/lost_wakeup.cpp): one line per
+# variant; the counts go to build/lost-wakeup/lost-wakeup.json and, with the
+# disassembly of our build (tools/disasm.py), to notes/lost-wakeup/ for the
+# docs page "The lost wakeup on real hardware".
+lost-wakeup:
+	@mkdir -p build/lost-wakeup notes/lost-wakeup
+	cmake -S tests/cpp -B build/lost-wakeup -DDC_LOST_WAKEUP_ONLY=ON -DCMAKE_BUILD_TYPE=None \
+	  >build/lost-wakeup/configure.log 2>&1 || { cat build/lost-wakeup/configure.log; exit 1; }
+	cmake --build build/lost-wakeup --target lost_wakeup
+	build/lost-wakeup/lost_wakeup --iterations $(LOST_WAKEUP_N) --json build/lost-wakeup/lost-wakeup.json
+	cp build/lost-wakeup/lost-wakeup.json notes/lost-wakeup/lost-wakeup.json
+	$(PYTHON) tools/disasm.py ours build/lost-wakeup/lost_wakeup -o notes/lost-wakeup/disasm-ours.txt
 
 clean:
 	rm -rf build

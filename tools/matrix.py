@@ -112,6 +112,7 @@ TOOLS_ENV_NAME = "cp314-sid"  # spin, herd7 and cbmc live in the sid root
 ONCE_CHECKS = [
     ("tools", TOOLS_ENV_NAME, "tools"),
     ("docs", "docs", "docs"),
+    ("hardware", "cp312-pyenv", "hardware"),
     ("sanitize", "cp312-pyenv", "sanitize"),
     ("mutate", "cp312-pyenv", "mutate"),
 ]

@@ -2,6 +2,7 @@
 #include "fake_host.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <random>
 #include <thread>
@@ -11,8 +12,10 @@
 namespace dc_test {
 namespace {
 
+namespace dc = deferred_cleanup;
+
 struct Entry {
-  deferred_cleanup::PendingCallFn fn;  // nullptr: a foreign call (no-op)
+  dc::PendingCallFn fn;  // nullptr: a foreign call (no-op)
   void* arg;
 };
 
@@ -21,11 +24,11 @@ struct State {
   std::deque<Entry> ring;
   std::size_t capacity = 32;
   std::uint32_t refuse_per_million = 0;
+  std::uint32_t lose_per_million = 0;
+  unsigned lose_next = 0;
   std::mt19937_64 rng{1};
   bool closed = false;
-  std::uint64_t ours_outstanding = 0;
   HostCounters c;
-  void (*in_gate)(const deferred_cleanup::Queue&) = nullptr;
 };
 
 State& st() {
@@ -33,20 +36,28 @@ State& st() {
   return s;
 }
 
-// Written by set_main_thread() before producers start, read by any thread;
-// relaxed is enough because thread creation orders it (std::thread ctor).
+// Set by tests with no producer running, or read by producers: atomics so
+// that a hook or a clock change made while producers run is not a data race.
 std::atomic<std::thread::id> g_main{};
+std::atomic<void (*)(const void*)> g_in_gate{nullptr};
+std::atomic<std::int64_t> g_clock{kClockStart};
+std::atomic<bool> g_real_clock{false};
+std::atomic<bool> g_finalizing{false};
 
-bool is_ours(deferred_cleanup::PendingCallFn fn) { return fn == &deferred_cleanup::pending_call; }
+bool is_ours(dc::PendingCallFn fn) {
+  return fn == &dc::pending_call<dc::ReferencePolicy> || fn == &dc::pending_call<dc::SeedPolicy> ||
+         fn == &dc::pending_call<dc::CudaCore12Policy>;
+}
 
-int fake_add_pending_call(deferred_cleanup::PendingCallFn fn, void* arg) {
+int fake_add_pending_call(dc::PendingCallFn fn, void* arg) {
   State& s = st();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.closed) {
     ++s.c.after_close;
     return -1;
   }
-  if (s.refuse_per_million != 0 && std::uniform_int_distribution<std::uint32_t>(0, 999999)(s.rng) < s.refuse_per_million) {
+  if (s.refuse_per_million != 0 &&
+      std::uniform_int_distribution<std::uint32_t>(0, 999999)(s.rng) < s.refuse_per_million) {
     ++s.c.refused_random;
     return -1;
   }
@@ -54,51 +65,94 @@ int fake_add_pending_call(deferred_cleanup::PendingCallFn fn, void* arg) {
     ++s.c.refused_full;
     return -1;
   }
-  s.ring.push_back({fn, arg});
   ++s.c.added;
+  if (s.lose_next > 0 ||
+      (s.lose_per_million != 0 &&
+       std::uniform_int_distribution<std::uint32_t>(0, 999999)(s.rng) < s.lose_per_million)) {
+    if (s.lose_next > 0) --s.lose_next;
+    ++s.c.lost;  // accepted, then lost: it never runs
+    return 0;
+  }
+  s.ring.push_back({fn, arg});
   if (is_ours(fn)) {
-    ++s.ours_outstanding;
-    if (s.ours_outstanding > s.c.max_ours_outstanding) {
-      s.c.max_ours_outstanding = s.ours_outstanding;
+    ++s.c.ours_outstanding;
+    if (s.c.ours_outstanding > s.c.max_ours_outstanding) {
+      s.c.max_ours_outstanding = s.c.ours_outstanding;
     }
   }
   return 0;
 }
 
-bool fake_is_main_thread() { return std::this_thread::get_id() == g_main.load(std::memory_order_relaxed); }
+bool fake_is_main_thread() { return std::this_thread::get_id() == g_main.load(); }
 
-void fake_in_gate(const deferred_cleanup::Queue& q) {
-  auto hook = st().in_gate;  // set before producers start
-  if (hook != nullptr) {
+void fake_in_gate(const void* q) {
+  if (auto hook = g_in_gate.load()) {
     hook(q);
   }
 }
 
-const deferred_cleanup::Host kHost{&fake_add_pending_call, &fake_is_main_thread, &fake_in_gate};
+std::int64_t fake_now_ns() {
+  if (g_real_clock.load(std::memory_order_relaxed)) {
+    return kClockStart + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  }
+  return g_clock.load();
+}
+
+bool fake_finalizing() { return g_finalizing.load(); }
+
+const dc::Host kHost{
+    .add_pending_call = &fake_add_pending_call,
+    .is_main_thread = &fake_is_main_thread,
+    .in_gate = &fake_in_gate,
+    .now_ns = &fake_now_ns,
+    .finalizing = &fake_finalizing,
+    .after_drain = nullptr,
+};
 
 }  // namespace
 
-void reset_host(std::size_t capacity, std::uint32_t refuse_per_million, std::uint64_t seed) {
+void reset_host(std::size_t capacity, std::uint32_t refuse_per_million, std::uint64_t seed,
+                std::uint32_t lose_per_million) {
   State& s = st();
   std::lock_guard<std::mutex> lock(s.mu);
   s.ring.clear();
   s.capacity = capacity;
   s.refuse_per_million = refuse_per_million;
+  s.lose_per_million = lose_per_million;
+  s.lose_next = 0;
   s.rng.seed(seed);
   s.closed = false;
-  s.ours_outstanding = 0;
   s.c = HostCounters{};
-  s.in_gate = nullptr;
+  g_in_gate.store(nullptr);
+  g_clock.store(kClockStart);
+  g_real_clock.store(false);
+  g_finalizing.store(false);
 }
 
-void set_main_thread() { g_main.store(std::this_thread::get_id(), std::memory_order_relaxed); }
+void set_main_thread() { g_main.store(std::this_thread::get_id()); }
 
-const deferred_cleanup::Host* host() { return &kHost; }
+const dc::Host* host() { return &kHost; }
 
-void set_in_gate_hook(void (*hook)(const deferred_cleanup::Queue&)) {
+void set_in_gate_hook(void (*hook)(const void* queue)) { g_in_gate.store(hook); }
+
+void set_rates(std::uint32_t refuse_per_million, std::uint32_t lose_per_million) {
   std::lock_guard<std::mutex> lock(st().mu);
-  st().in_gate = hook;
+  st().refuse_per_million = refuse_per_million;
+  st().lose_per_million = lose_per_million;
 }
+
+void lose_next(unsigned n) {
+  std::lock_guard<std::mutex> lock(st().mu);
+  st().lose_next = n;
+}
+
+void advance_clock(std::int64_t ns) { g_clock.fetch_add(ns); }
+
+void use_real_clock() { g_real_clock.store(true); }
+
+void set_finalizing(bool on) { g_finalizing.store(on); }
 
 bool add_foreign() {
   State& s = st();
@@ -122,7 +176,7 @@ bool run_one() {
     s.ring.pop_front();
     ++s.c.ran;
     if (is_ours(e.fn)) {
-      --s.ours_outstanding;
+      --s.c.ours_outstanding;
     }
   }
   if (e.fn != nullptr) {

@@ -10,15 +10,25 @@
 //     modelled by add_foreign(), which occupies a slot;
 //   * refusal at random, with a chosen probability, on top of refusal when
 //     full (the core must cope with -1 at any moment);
+//   * a lost call: add_pending_call returns 0 and the call never runs, as on
+//     3.10/3.11 when a subinterpreter holds the GIL (the probe's field
+//     `subinterp.runner`; Python/ceval.c v3.11.0, bpo-10915).  lose_next()
+//     loses the next N calls; lose_per_million loses calls at random;
+//   * a fake monotonic clock (now_ns), moved only by advance_clock(), so the
+//     re-arm rule's stale bound is crossed exactly when a test says so;
+//     use_real_clock() switches to std::chrono::steady_clock;
+//   * a finalizing flag for the comparison variants (set_finalizing());
 //   * "the main thread": the thread that called set_main_thread(); run_one()
 //     and run_all() play the eval breaker there.
 //
-// It also counts, under its lock, how many of the queue's own pending calls
-// are outstanding and remembers the highest count seen: the core promises at
-// most one.  After close_host() any add_pending_call is a protocol violation
+// It counts, under its lock, how many of the queue's own pending calls are in
+// the ring (any variant's pending_call<P>) and remembers the highest count
+// seen: the core promises at most one (reference: at most two after a
+// re-arm).  After close_host() any add_pending_call is a protocol violation
 // (a call into CPython after teardown) and is counted.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 
@@ -26,22 +36,43 @@
 
 namespace dc_test {
 
-/// Configure the fake before a test.
+/// Configure the fake before a test: empty ring, nothing lost, clock at its
+/// start, not finalizing, no hook.
 ///
 /// Thread: the test's main thread, with no producer running.
 /// @param capacity slots in the pending-call ring (CPython: 32)
 /// @param refuse_per_million probability of a random refusal, per 10^6 calls
 /// @param seed seed of the refusal RNG
-void reset_host(std::size_t capacity, std::uint32_t refuse_per_million, std::uint64_t seed);
+/// @param lose_per_million probability that an accepted call is lost
+void reset_host(std::size_t capacity, std::uint32_t refuse_per_million, std::uint64_t seed,
+                std::uint32_t lose_per_million = 0);
 
 /// Declare the calling thread the main thread.
 void set_main_thread();
 
-/// The Host for the core: add_pending_call, is_main_thread, in_gate.
+/// The Host for the core: every field set (after_drain: nullptr).
 const deferred_cleanup::Host* host();
 
 /// Install (or clear, with nullptr) the in-gate test hook.
-void set_in_gate_hook(void (*hook)(const deferred_cleanup::Queue&));
+void set_in_gate_hook(void (*hook)(const void* queue));
+
+/// Change the random refusal and loss rates (per 10^6 calls).
+void set_rates(std::uint32_t refuse_per_million, std::uint32_t lose_per_million);
+
+/// Lose the next `n` accepted calls (they return 0 and never run).
+void lose_next(unsigned n);
+
+/// The fake clock's start value (never 0: 0 means "no claim" in the queue).
+inline constexpr std::int64_t kClockStart = 1'000'000'000;
+
+/// Move the fake clock forward.
+void advance_clock(std::int64_t ns);
+
+/// Use std::chrono::steady_clock instead of the fake clock (until reset_host).
+void use_real_clock();
+
+/// What the host's finalizing() answers.
+void set_finalizing(bool on);
 
 /// Occupy one slot with a foreign pending call (a no-op when run).
 /// @return true if it fit
@@ -60,12 +91,14 @@ void close_host();
 
 /// Counters kept by the fake (snapshot).
 struct HostCounters {
-  std::uint64_t added = 0;            ///< accepted add_pending_call
+  std::uint64_t added = 0;            ///< accepted add_pending_call (lost ones included)
+  std::uint64_t lost = 0;             ///< of those, lost (never queued, never run)
   std::uint64_t refused_full = 0;     ///< refused because the ring was full
   std::uint64_t refused_random = 0;   ///< refused at random
   std::uint64_t after_close = 0;      ///< calls after close_host()
   std::uint64_t ran = 0;              ///< pending calls run
-  std::uint64_t max_ours_outstanding = 0;  ///< most calls to the core's pending_call queued at once
+  std::uint64_t max_ours_outstanding = 0;  ///< most of the queue's calls in the ring at once
+  std::uint64_t ours_outstanding = 0;      ///< the queue's calls in the ring now
   std::size_t queued = 0;             ///< entries in the ring now
 };
 HostCounters counters();

@@ -1,7 +1,7 @@
 """Store buffering, gate.wait: the reference's order weakened to acquire."""
-FILE = "reference/include/deferred_cleanup/queue.hpp"
-FIND = 'in_flight_.load(order(std::memory_order_seq_cst, std::memory_order_acquire)'
-REPLACE = 'in_flight_.load(order(std::memory_order_acquire, std::memory_order_acquire)'
+FILE = 'reference/include/deferred_cleanup/policy.hpp'
+FIND = '/// [litmus:gate.wait]\n  static constexpr std::memory_order gate_wait = std::memory_order_seq_cst;'
+REPLACE = '/// [litmus:gate.wait]\n  static constexpr std::memory_order gate_wait = std::memory_order_acquire;'
 PROPERTY = "shutdown's gate read (load of in_flight_) is acquire instead of seq_cst (a producer may call the host after shutdown read the gate empty, herd7: tests/litmus/gate_sb_*.litmus)"
 KILLED_BY = ["litmus"]
 KILLING_TESTS = ["test_reference_litmus_uses_the_headers_orders[gate.wait]"]
