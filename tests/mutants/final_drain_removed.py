@@ -4,5 +4,5 @@ FIND = 'out.final_drained = drain_all(q);'
 REPLACE = 'out.final_drained = 0;  // MUTANT: no final drain'
 PROPERTY = "items queued before exit are cleaned by the final drain while the interpreter is alive"
 KILLED_BY = ["cpp-asan"]
-KILLING_TESTS = []  # re-point to the test written for it (tests/cpp was rewritten on the policy core)
+KILLING_TESTS = ["Shutdown.AfterCloseCallbacksOnlyEnqueueAndAreLeaked"]
 NOTE = ""

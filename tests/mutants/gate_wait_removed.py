@@ -4,5 +4,5 @@ FIND = 'out.gate_clear = wait_gate(q, gate_bound, out.waited_us);'
 REPLACE = 'out.gate_clear = (static_cast<void>(gate_bound), true);  // MUTANT: no gate wait'
 PROPERTY = "shutdown waits for every producer between its gate check and Py_AddPendingCall before the host is marked dead"
 KILLED_BY = ["cpp-asan"]
-KILLING_TESTS = []  # re-point to the test written for it (tests/cpp was rewritten on the policy core)
+KILLING_TESTS = ["Shutdown.WaitsOutAProducerInsideTheGate"]
 NOTE = ""

@@ -4,5 +4,5 @@ FIND = '      q.unclaim();\n'
 REPLACE = '      // MUTANT: the claim is kept after a refusal\n'
 PROPERTY = "a refused Py_AddPendingCall (-1) releases scheduled_, so the next enqueue or entry point retries"
 KILLED_BY = ["cpp-asan"]
-KILLING_TESTS = []  # re-point to the test written for it (tests/cpp was rewritten on the policy core)
+KILLING_TESTS = ["Core/reference.RefusalGivesTheClaimBackAndKeepsTheItem"]
 NOTE = ""

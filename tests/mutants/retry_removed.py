@@ -4,5 +4,5 @@ FIND = '    retry_schedule(q);\n    return EntryAction::rescheduled;\n'
 REPLACE = '    return EntryAction::rescheduled;  // MUTANT: no retry\n'
 PROPERTY = "after a refused call, an entry point off the main thread (or of the seed) makes the pending call again"
 KILLED_BY = ["cpp-asan"]
-KILLING_TESTS = []  # re-point to the test written for it (tests/cpp was rewritten on the policy core)
+KILLING_TESTS = ["Core/reference.EntryPointOffTheMainThreadOnlyRetries"]
 NOTE = ""
