@@ -17,7 +17,7 @@ MATRIX  = $(MATRIX_PYTHON) tools/matrix.py
 SOAK_N ?= 200
 LOST_WAKEUP_N ?= 2000000
 
-.PHONY: help probe test provision build docs sanitize tsan asan soak gpu-compare lost-wakeup clean
+.PHONY: help probe test provision build docs sanitize tsan asan mutate soak gpu-compare lost-wakeup clean
 
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
@@ -26,6 +26,7 @@ help:
 	@echo "               the same on exactly that interpreter (e.g. a CPython build tree's ./python)"
 	@echo "make docs      build the documentation site into build/docs/html"
 	@echo "make sanitize  the C++ core under ThreadSanitizer, then AddressSanitizer+UBSan"
+	@echo "make mutate    the mutation kill matrix: every mutant in tests/mutants/ must be killed (build/mutate/)"
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
 	@echo "make gpu-compare  scenarios A-E on cuda-core and on our cuda driver (needs a GPU, cuda-core and"
 	@echo "               deferred_cleanup installed in $(PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
@@ -53,6 +54,9 @@ tsan:
 
 asan:
 	bash .ci/asan.sh
+
+mutate:
+	$(PYTHON) tools/mutate.py
 
 soak:
 	SOAK_N=$(SOAK_N) $(MATRIX) test $(WHICH) --no-once -- -m soak

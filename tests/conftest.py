@@ -33,6 +33,8 @@ MATRIX_ONLY = {
     "tools": "needs spin and herd7 from the Debian unstable root that tools/sid-root.sh makes as root",
     "hardware": "builds tests/cpp/lost_wakeup.cpp with CMake and races 10**7 handoffs per variant on this CPU",
     "soak": "the finalization soak starts SOAK_N (20) child interpreters per case, about 2 minutes in all",
+    "sanitize": "builds tests/cpp under ThreadSanitizer and AddressSanitizer (apt installs GoogleTest if missing)",
+    "mutate": "rebuilds the C++ suite once per mutant in tests/mutants (minutes)",
 }
 
 

@@ -139,6 +139,8 @@ ONCE_CHECKS = [
     ("tools", TOOLS_ENV_NAME, "tools"),
     ("docs", "docs", "docs"),
     ("hardware", "cp312-pyenv", "hardware"),
+    ("sanitize", "cp312-pyenv", "sanitize"),
+    ("mutate", "cp312-pyenv", "mutate"),
 ]
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 

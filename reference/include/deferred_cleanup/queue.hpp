@@ -119,7 +119,9 @@ class BasicQueue {
   /// Source: cuda-python PR #2371 (queue published once at import).
   /// @param host the host the scheduling and drain functions call; must
   ///        outlive the queue (in practice: static storage)
-  explicit BasicQueue(const Host* host) noexcept : host_(host) {}
+  explicit BasicQueue(const Host* host) noexcept : host_(host) {
+    for (CallToken& t : tokens_) t.queue = this;  // written once, before publication
+  }
 
   BasicQueue(const BasicQueue&) = delete;
   BasicQueue& operator=(const BasicQueue&) = delete;
@@ -434,7 +436,7 @@ class BasicQueue {
   /// Errors: none.
   /// Source: this project (docs/design/scheduling, "Re-arming").
   struct CallToken {
-    BasicQueue* queue = nullptr;      ///< the queue to drain
+    BasicQueue* queue = nullptr;      ///< the queue to drain (set by the constructor)
     std::atomic<std::uint64_t> seq{0};  ///< the call's sequence number (>= 1)
   };
 
@@ -453,7 +455,6 @@ class BasicQueue {
     // Sequence numbers only; orders nothing.
     const std::uint64_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed) + 1;
     CallToken& t = tokens_[seq % kTokens];
-    t.queue = this;
     // Published to the pending call by the host's hand-off.
     t.seq.store(seq, std::memory_order_relaxed);
     return &t;

@@ -1,0 +1,72 @@
+"""The mutation kill matrix (tools/mutate.py, tests/mutants/) in ``make test``.
+
+Each mutant is one deliberate breakage of the C++ core; the checks it names
+must fail on it (tests/mutants/README.md).  ``make test`` runs the fast subset
+(``--fast``: every mutant, each with its C++ and litmus-tag checks; the pytest
+checks that rebuild the extension run in ``make mutate``).  Before the mutants,
+the same checks must pass on the unmutated tree.  The first two tests show
+that the runner itself fails where it must: on a stale mutant and on a
+mutant that survives.
+
+Runs once (marker ``mutate``), in the cp312-pyenv environment.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mutate
+
+REPO = Path(__file__).resolve().parent.parent
+MUTATE = REPO / "tools" / "mutate.py"
+
+
+def mutate(*args: str, timeout_s: float) -> subprocess.CompletedProcess:
+    """Run tools/mutate.py with args; output captured and echoed (for -s/-rA)."""
+    p = subprocess.run([sys.executable, str(MUTATE), *args], cwd=REPO, capture_output=True, text=True,
+                       timeout=timeout_s)
+    sys.stdout.write(p.stdout[-20000:])
+    sys.stderr.write(p.stderr[-5000:])
+    return p
+
+
+def test_every_mutant_file_is_valid_and_applies():
+    p = mutate("--validate", timeout_s=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    n = len(list((REPO / "tests" / "mutants").glob("*.py")))
+    assert n >= 16 and f"{n} mutants, each FIND found exactly once" in p.stdout
+
+
+def test_a_stale_mutant_stops_the_run(tmp_path):
+    (tmp_path / "stale.py").write_text(
+        'FILE = "reference/include/deferred_cleanup/drain.hpp"\n'
+        'FIND = "text that is not in the header"\nREPLACE = "x"\n'
+        'PROPERTY = "none"\nKILLED_BY = ["litmus"]\n')
+    p = mutate("--mutants", str(tmp_path), "--out", str(REPO / "build" / "mutate-selftest"), timeout_s=60)
+    assert p.returncode == 1
+    assert "FIND occurs 0 times" in p.stdout and "stale mutant" in p.stdout
+
+
+@pytest.mark.timeout(600)
+def test_a_surviving_mutant_fails_the_run(tmp_path):
+    """A change no check can notice (a comment) must be reported as survived."""
+    (tmp_path / "harmless.py").write_text(
+        'FILE = "reference/include/deferred_cleanup/drain.hpp"\n'
+        'FIND = "// drain.hpp: the consumer, on the CPython main thread."\n'
+        'REPLACE = "// drain.hpp: the consumer (a comment changed by the runner\'s self-test)."\n'
+        'PROPERTY = "nothing: a comment"\nKILLED_BY = ["litmus"]\n')
+    p = mutate("--mutants", str(tmp_path), "--out", str(REPO / "build" / "mutate-selftest"), timeout_s=540)
+    assert p.returncode == 1, p.stdout
+    assert "control cpp-asan" not in p.stdout  # only the checks the mutants name ran
+    assert "survived (passed litmus)" in p.stdout and "NOT KILLED: harmless" in p.stdout
+
+
+@pytest.mark.timeout(1800)
+def test_every_mutant_is_killed():
+    p = mutate("--fast", timeout_s=1750)
+    assert p.returncode == 0, "a mutant survived, is stale or did not build (table above; build/mutate/mutate.md)"
+    assert "control: the unmutated tree must pass" in p.stdout
+    assert "mutants killed" in p.stdout

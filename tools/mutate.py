@@ -1,0 +1,697 @@
+#!/usr/bin/env python3
+"""The mutation kill matrix: every mutant in tests/mutants/ must be killed.
+
+A mutant is one small, deliberate breakage of the C++ core (a one-line change
+found by exact text, so it survives line shifts), the property it breaks, and
+the checks that must notice.  For each mutant this script
+
+  1. copies the work tree (tracked and untracked-not-ignored files, as git
+     lists them) into a fresh scratch directory build/mutate/<name>/;
+  2. applies the replacement; a `find` text that does not occur exactly once
+     stops the run (a stale mutant must never pass silently);
+  3. builds, from nothing, what the named checks need, inside the scratch:
+     tests/cpp with the chosen sanitizer, or the Python extension for one
+     interpreter (pip --target into the scratch, so the shared virtual
+     environments are never modified);
+  4. runs the checks and records which tests failed.
+
+Before any mutant, the same checks run on an unmutated scratch copy (the
+control): they must pass there, or "killed" would mean nothing.  Nothing is
+cached between mutants: each scratch and each build directory is new.
+
+Checks (KILLED_BY in a mutant file):
+  litmus         pytest tests/test_litmus.py: the per-line [litmus:TAG] order
+                 checks read the scratch's headers (herd7 itself runs in the
+                 `tools` once-check; it checks the litmus files, not headers)
+  cpp            the GoogleTest suite tests/cpp, plain build
+  cpp-asan       the same under AddressSanitizer + UBSan
+  cpp-tsan       the same under ThreadSanitizer
+  pytest:ENV:ARGS  pytest ARGS on interpreter ENV (a tools/matrix.py name),
+                 against the mutant's extension (~40 s to build)
+
+A mutant is killed when every check it names fails on it (a test failure, a
+sanitizer report, a crash or a timeout) and every test named in KILLING_TESTS
+is among the failures.  `--fast` (what `make test` runs) skips pytest checks
+of a mutant that names other checks as well, and stops a C++ check once the
+mutant's KILLING_TESTS have failed (they run first); every mutant still runs.
+Without --fast every test of every check runs, so "killed by" is complete.
+
+Usage:
+  tools/mutate.py [--fast] [--only NAME,...] [--keep] [--out DIR] [--mutants DIR]
+  tools/mutate.py --validate          parse every mutant and check its find text
+  tools/mutate.py --list              the mutants and their checks
+  tools/mutate.py --universal N [--seed S]
+                                      a report only: N mutants drawn at random from
+                                      those universalmutator generates for the core
+                                      headers, each run against the C++ suite under
+                                      ASan+UBSan; the kill score and the survivors go
+                                      to build/mutate/universal.md (never fails the run)
+
+Writes build/mutate/mutate.json and build/mutate/mutate.md and prints the table
+`mutant | property | killed by | note`.  Exit status 1 when the control fails,
+a mutant is stale or does not build, or a mutant survives any of its checks.
+
+Standard library only.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MUTANTS = REPO / "tests" / "mutants"
+OUT = REPO / "build" / "mutate"
+DEFAULT_ENV = "cp312-pyenv"  # the interpreter whose venv runs pytest for the litmus check
+
+# The short C++ run: enough for the stress tests' own "did it test anything"
+# assertions, bounded so a hung mutant is a timeout, not a hang.
+CPP_ENV = {
+    "DC_STRESS_ITEMS": "100000",  # 50000 left the ring never full once in ~10 runs (a vacuity failure)
+    "DC_STRESS_DEADLINE_S": "20",
+    "DC_HANDSHAKE_ROUNDS": "1000",
+    "DC_HANDSHAKE_SECONDS": "5",
+}
+CPP_TEST_TIMEOUT_S = 30  # per GoogleTest test (each runs in its own process)
+PYTEST_TIMEOUT_S = 600
+SANITIZERS = {
+    "cpp": ("", {}),
+    # -O0: half the compile time of -O1 (make sanitize keeps -O1); ASan and
+    # UBSan find at -O0 whatever they find at -O1.
+    "cpp-asan": ("-fsanitize=address,undefined -fno-sanitize-recover=all -g -O0",
+                 {"ASAN_OPTIONS": "detect_leaks=1 halt_on_error=1 detect_stack_use_after_return=1",
+                  "UBSAN_OPTIONS": "print_stacktrace=1 halt_on_error=1"}),
+    "cpp-tsan": ("-fsanitize=thread -g -O0",
+                 {"TSAN_OPTIONS": "halt_on_error=1 exitcode=66 history_size=4"}),
+}
+REQUIRED_KEYS = {"FILE": str, "FIND": str, "REPLACE": str, "PROPERTY": str, "KILLED_BY": list}
+OPTIONAL_KEYS = {"NOTE": str, "KILLING_TESTS": list}
+SANITIZER_LINE = re.compile(r"(ERROR: AddressSanitizer: [\w-]+|WARNING: ThreadSanitizer: [\w -]+|runtime error: .*|"
+                            r"ERROR: LeakSanitizer: .*)")
+
+
+def say(msg: str) -> None:
+    print(f"[mutate] {msg}", flush=True)
+
+
+# ---------------------------------------------------------------- mutants
+@dataclasses.dataclass
+class Mutant:
+    name: str
+    path: Path
+    file: str
+    find: str
+    replace: str
+    property: str
+    killed_by: list[str]
+    note: str = ""
+    killing_tests: list[str] = dataclasses.field(default_factory=list)
+
+
+class MutantError(Exception):
+    pass
+
+
+def load_mutant(path: Path) -> Mutant:
+    """Parse one mutant file: module-level assignments of literals only
+    (never executed).  Raises MutantError naming what is wrong."""
+    try:
+        tree = ast.parse(path.read_text(), str(path))
+    except SyntaxError as e:
+        raise MutantError(f"{path.name}: {e}") from None
+    values: dict = {}
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # docstring
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
+            raise MutantError(f"{path.name}:{node.lineno}: only NAME = literal assignments are allowed")
+        try:
+            values[node.targets[0].id] = ast.literal_eval(node.value)
+        except ValueError:
+            raise MutantError(f"{path.name}:{node.lineno}: {node.targets[0].id} is not a literal") from None
+    for key, typ in {**REQUIRED_KEYS, **OPTIONAL_KEYS}.items():
+        if key in values and not isinstance(values[key], typ):
+            raise MutantError(f"{path.name}: {key} must be a {typ.__name__}")
+    missing = [k for k in REQUIRED_KEYS if k not in values]
+    if missing:
+        raise MutantError(f"{path.name}: missing {', '.join(missing)}")
+    unknown = set(values) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS)
+    if unknown:
+        raise MutantError(f"{path.name}: unknown keys {', '.join(sorted(unknown))}")
+    m = Mutant(name=path.stem, path=path, file=values["FILE"], find=values["FIND"], replace=values["REPLACE"],
+               property=values["PROPERTY"].strip(), killed_by=list(values["KILLED_BY"]),
+               note=values.get("NOTE", "").strip(), killing_tests=list(values.get("KILLING_TESTS", [])))
+    if not m.killed_by:
+        raise MutantError(f"{path.name}: KILLED_BY names no check")
+    for check in m.killed_by:
+        if not (check in SANITIZERS or check == "litmus" or check.startswith("pytest:")):
+            raise MutantError(f"{path.name}: unknown check {check!r}")
+        if check.startswith("pytest:") and len(check.split(":", 2)) < 3:
+            raise MutantError(f"{path.name}: {check!r}: write pytest:ENV:ARGS")
+    if m.find == m.replace:
+        raise MutantError(f"{path.name}: FIND and REPLACE are the same")
+    return m
+
+
+def check_applies(m: Mutant, root: Path) -> str:
+    """Return the mutated text of m.file under root; raise MutantError when
+    FIND does not occur exactly once there."""
+    target = root / m.file
+    if not target.is_file():
+        raise MutantError(f"{m.name}: {m.file} does not exist (stale mutant)")
+    text = target.read_text()
+    n = text.count(m.find)
+    if n != 1:
+        raise MutantError(f"{m.name}: FIND occurs {n} times in {m.file}, not once (stale mutant: re-point it)")
+    return text.replace(m.find, m.replace, 1)
+
+
+def load_all(directory: Path) -> list[Mutant]:
+    return [load_mutant(p) for p in sorted(directory.glob("*.py"))]
+
+
+def checks_for(m: Mutant, fast: bool) -> list[str]:
+    if not fast:
+        return list(m.killed_by)
+    quick = [c for c in m.killed_by if not c.startswith("pytest:")]
+    return quick or list(m.killed_by)
+
+
+# ---------------------------------------------------------------- scratch trees
+def tree_files() -> list[str]:
+    out = subprocess.check_output(["git", "-C", str(REPO), "ls-files", "-z", "-co", "--exclude-standard"])
+    return sorted({f for f in out.decode().split("\0") if f and (REPO / f).is_file()})
+
+
+def snapshot(files: list[str], name: str = "_source") -> Path:
+    """Copy the work tree once, at the start: the control and every mutant
+    start from the same files even if the work tree is edited meanwhile."""
+    dest = OUT / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    for f in files:
+        (dest / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / f, dest / f)
+    return dest
+
+
+def make_scratch(name: str, source: Path) -> Path:
+    dest = OUT / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(source, dest, symlinks=True)
+    return dest
+
+
+# ---------------------------------------------------------------- checks
+@dataclasses.dataclass
+class CheckResult:
+    check: str
+    outcome: str          # "passed" | "failed" | "error"
+    failing: list[str]    # test names (or the crash / sanitizer line)
+    seconds: float
+    log: str
+    detail: str = ""
+
+
+def run_logged(argv, log: Path, timeout: float, **kw) -> tuple[int | None, str]:
+    """Run argv with output to log; (returncode or None on timeout, output)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as f:
+        f.write("$ " + " ".join(shlex.quote(str(a)) for a in argv) + "\n")
+        f.flush()
+        try:
+            p = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, timeout=timeout, **kw)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    return rc, log.read_text(errors="replace")
+
+
+def junit_failures(xml: Path) -> tuple[int, list[str]]:
+    """(passed, failing test ids) from a pytest junit file."""
+    if not xml.exists():
+        return 0, []
+    root = ET.parse(xml).getroot()
+    passed, failing = 0, []
+    for case in root.iter("testcase"):
+        name = f"{case.get('classname', '').split('.')[-1]}::{case.get('name')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            failing.append(name)
+        elif case.find("skipped") is None:
+            passed += 1
+    return passed, failing
+
+
+class Runner:
+    def __init__(self, fast: bool):
+        self.fast = fast
+        self._matrix = None
+        self._envs: dict = {}
+        self._tools_checked = False
+
+    # -- interpreters, through tools/matrix.py (provisioned once, then reused)
+    def matrix(self):
+        if self._matrix is None:
+            sys.path.insert(0, str(REPO / "tools"))
+            import matrix  # noqa: E402  (stdlib-only, like this script)
+            self._matrix = matrix
+        return self._matrix
+
+    def env(self, name: str):
+        """The matrix environment `name`, provisioned (pytest, pybind11,
+        scikit-build-core).  Its installed deferred_cleanup is never used or
+        changed: builds go to the scratch with pip --target and PYTHONPATH
+        points there (checked by an import).  So an environment that is
+        already provisioned is used without its lock, which another
+        checkout's matrix run may hold for the length of a test run."""
+        if name not in self._envs:
+            mx = self.matrix()
+            it = mx.select(name)[0]
+            mx.discover(it)
+            if it.python is None:
+                raise MutantError(f"interpreter {name} is not available: {it.why_missing}")
+            if not ((it.venv_host / ".dc-env-stamp").exists() and (it.venv_host / "bin" / "python").exists()):
+                mx.prepare([it], do_build=False)
+            self._envs[name] = it
+        return self._envs[name]
+
+    def run_check(self, check: str, tree: Path, logs: Path, mutant: Mutant | None = None) -> CheckResult:
+        t0 = time.monotonic()
+        if check == "litmus":
+            r = self.check_litmus(tree, logs)
+        elif check in SANITIZERS:
+            r = self.check_cpp(check, tree, logs, mutant)
+        else:
+            _, env_name, args = check.split(":", 2)
+            r = self.check_pytest(env_name, args, tree, logs, check)
+        r.seconds = time.monotonic() - t0
+        return r
+
+    def pytest_outcome(self, check, rc, xml, log, out) -> CheckResult:
+        passed, failing = junit_failures(xml)
+        if rc is None:
+            return CheckResult(check, "failed", failing + [f"timeout"], 0, str(log))
+        if rc == 0:
+            if passed == 0:
+                return CheckResult(check, "error", [], 0, str(log), "pytest ran no test")
+            return CheckResult(check, "passed", [], 0, str(log))
+        if rc == 1 or rc < 0:
+            return CheckResult(check, "failed", failing or [f"pytest exited {rc}"], 0, str(log))
+        return CheckResult(check, "error", failing, 0, str(log), f"pytest exited {rc}: {out[-400:]}")
+
+    def check_litmus(self, tree: Path, logs: Path) -> CheckResult:
+        it = self.env(DEFAULT_ENV)
+        xml = logs / "litmus.xml"
+        log = logs / "litmus.log"
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        rc, out = run_logged(self.matrix().in_env(it, [it.py, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                                                       "tests/test_litmus.py", f"--junitxml={xml}",
+                                                       "-o", "junit_family=xunit2"]),
+                             log, PYTEST_TIMEOUT_S, cwd=tree, env=env)
+        return self.pytest_outcome("litmus", rc, xml, log, out)
+
+    def check_cpp(self, check: str, tree: Path, logs: Path, mutant: Mutant | None) -> CheckResult:
+        flags, san_env = SANITIZERS[check]
+        if not self._tools_checked:
+            # g++, cmake and GoogleTest: installed with apt when missing, by
+            # the same function the sanitizer scripts use.
+            subprocess.run(["bash", "-c", ". .ci/sanitizer-common.sh && ensure_tools"], cwd=REPO, check=True)
+            self._tools_checked = True
+        bdir = tree / "build" / check
+        log = logs / f"{check}.log"
+        build_log = logs / f"{check}-build.log"
+        rc, out = run_logged(["cmake", "-S", "tests/cpp", "-B", str(bdir), "-DCMAKE_BUILD_TYPE=None",
+                              f"-DCMAKE_CXX_FLAGS={flags}", f"-DCMAKE_EXE_LINKER_FLAGS={flags}"],
+                             build_log, 300, cwd=tree)
+        if rc == 0:
+            with open(build_log, "a") as f:
+                rc = subprocess.run(["cmake", "--build", str(bdir), "-j2", "--target", "core_tests"], cwd=tree,
+                                    stdout=f, stderr=subprocess.STDOUT, timeout=900).returncode
+        if rc != 0:
+            tail = build_log.read_text(errors="replace")[-1500:]
+            return CheckResult(check, "error", [], 0, str(build_log), f"build failed:\n{tail}")
+        # One process per test: a crash or a hang in one test (an ASan abort,
+        # a self-linked list that never ends) neither hides nor stops the
+        # others, so "killed by" lists every test that notices the mutant.
+        binary = str(bdir / "core_tests")
+        listing = subprocess.run([binary, "--gtest_list_tests"], cwd=tree, capture_output=True, text=True,
+                                 timeout=60)
+        tests, suite = [], ""
+        for line in listing.stdout.splitlines():
+            if not line.strip() or line.startswith("Running main()"):
+                continue
+            if not line.startswith(" "):
+                suite = line.split("#")[0].strip()
+            else:
+                tests.append(suite + line.split("#")[0].strip())
+        if listing.returncode != 0 or not tests:
+            return CheckResult(check, "error", [], 0, str(build_log), f"--gtest_list_tests failed: {listing.stderr[-400:]}")
+        # A mutant's named killing tests run first.  With --fast the check
+        # stops once they have all failed (or, with none named, at the first
+        # failure): a mutant that makes counting tests loop forever would
+        # otherwise cost a timeout per test.  Without --fast every test runs.
+        wanted = mutant.killing_tests if mutant else []
+        tests.sort(key=lambda t: not any(w in t for w in wanted))
+        env = dict(os.environ, **CPP_ENV, **san_env)
+        failing = []
+        skipped = 0
+        with open(log, "w") as f:
+            for i, name in enumerate(tests):
+                if mutant is not None and self.fast and failing and all(
+                        any(w in x for x in failing) for w in wanted):
+                    skipped = len(tests) - i
+                    f.write(f"[mutate] --fast: killed as named; {skipped} other tests not run\n")
+                    break
+                f.write(f"$ {binary} --gtest_filter={name}\n")
+                f.flush()
+                try:
+                    p = subprocess.run([binary, "--gtest_color=no", f"--gtest_filter={name}"], cwd=tree, env=env,
+                                       capture_output=True, text=True, timeout=CPP_TEST_TIMEOUT_S)
+                    rc, out = p.returncode, p.stdout + p.stderr
+                except subprocess.TimeoutExpired as e:
+                    rc, out = None, ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
+                                     else (e.stdout or ""))
+                f.write(out + f"\n[mutate] exit {rc}\n")
+                if rc == 0:
+                    continue
+                why = "timeout after %d s" % CPP_TEST_TIMEOUT_S if rc is None else ""
+                san = SANITIZER_LINE.search(out)
+                if san:
+                    why = san.group(1).strip()
+                elif rc is not None and rc < 0:
+                    why = f"signal {-rc}"
+                failing.append(f"{name} ({why})" if why else name)
+        if not failing:
+            return CheckResult(check, "passed", [], 0, str(log))
+        if skipped:
+            failing.append(f"{skipped} other tests not run (--fast)")
+        return CheckResult(check, "failed", failing, 0, str(log))
+
+    def check_pytest(self, env_name: str, args: str, tree: Path, logs: Path, check: str) -> CheckResult:
+        mx = self.matrix()
+        it = self.env(env_name)
+        site = tree / "build" / f"site-{env_name}"
+        build_log = logs / f"{env_name}-build.log"
+        rc, _ = run_logged(mx.in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                          "--no-build-isolation", "--no-deps", "--target", str(site),
+                                          "-C", f"build-dir={tree / 'build' / ('ext-' + env_name)}",
+                                          "-C", "cmake.build-type=RelWithDebInfo", str(tree)]),
+                           build_log, 900, cwd=tree)
+        if rc != 0:
+            tail = build_log.read_text(errors="replace")[-1500:]
+            return CheckResult(check, "error", [], 0, str(build_log), f"extension build failed:\n{tail}")
+        env = dict(os.environ, PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1",
+                   DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source)
+        # The tests must import this scratch's build, not the venv's own.
+        where = subprocess.run(mx.in_env(it, [it.py, "-c", "import deferred_cleanup._native as n; print(n.__file__)"]),
+                               cwd=tree, env=env, capture_output=True, text=True)
+        native = where.stdout.strip().splitlines()[-1] if where.stdout.strip() else ""
+        if where.returncode != 0 or not native.startswith(str(site)):
+            return CheckResult(check, "error", [], 0, str(build_log),
+                               f"the scratch build is not the one imported: {native or where.stderr[-400:]}")
+        xml = logs / f"{env_name}.xml"
+        log = logs / f"{env_name}.log"
+        rc, out = run_logged(mx.in_env(it, [it.py, "-m", "pytest", "-p", "no:cacheprovider", *shlex.split(args),
+                                            f"--junitxml={xml}", "-o", "junit_family=xunit2"]),
+                             log, PYTEST_TIMEOUT_S, cwd=tree, env=env)
+        return self.pytest_outcome(check, rc, xml, log, out)
+
+
+# ---------------------------------------------------------------- the run
+def verdict(m: Mutant, results: list[CheckResult]) -> tuple[str, str]:
+    """(status, why) of one mutant from its check results."""
+    errors = [r for r in results if r.outcome == "error"]
+    if errors:
+        return "error", "; ".join(f"{r.check}: {r.detail.splitlines()[0] if r.detail else 'error'}" for r in errors)
+    survived = [r.check for r in results if r.outcome == "passed"]
+    if survived:
+        return "survived", "passed " + ", ".join(survived)
+    failing = [f for r in results for f in r.failing]
+    missing = [t for t in m.killing_tests if not any(t in f for f in failing)]
+    if missing:
+        return "killed-elsewhere", "KILLING_TESTS did not fail: " + ", ".join(missing)
+    return "killed", ""
+
+
+def killed_by_text(results: list[CheckResult]) -> str:
+    parts = []
+    for r in results:
+        if r.outcome == "failed":
+            parts.append(f"{r.check}: {', '.join(r.failing)}")
+    return "; ".join(parts) or "-"
+
+
+def write_reports(rows: list[dict], control: dict, total_s: float, fast: bool) -> str:
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "mutate.json").write_text(json.dumps({"fast": fast, "seconds": round(total_s, 1), "control": control,
+                                                 "mutants": rows}, indent=2) + "\n")
+    head = ["mutant", "property", "killed by", "status", "s", "note"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    for r in rows:
+        lines.append("| " + " | ".join(esc(x) for x in (r["name"], r["property"], r["killed_by"],
+                                                         r["status"] + (f" ({r['why']})" if r["why"] else ""),
+                                                         f"{r['seconds']:.0f}", r["note"] or "")) + " |")
+    md = "\n".join(lines)
+    (OUT / "mutate.md").write_text(
+        f"# Mutation kill matrix\n\nControl (unmutated tree): {control['status']} "
+        f"({', '.join(control['checks'])}, {control['seconds']:.0f} s).  "
+        f"{'Fast subset' if fast else 'All checks'}; total {total_s:.0f} s.\n\n{md}\n")
+    return md
+
+
+UNIVERSALMUTATOR = "universalmutator==1.14.1"  # pinned; its own venv under build/mutate/
+UNIVERSAL_HEADERS = ["queue.hpp", "scheduling.hpp", "drain.hpp", "callback.hpp", "shutdown.hpp", "item.hpp"]
+
+
+def universal(n: int, seed: int) -> int:
+    """A broader, automatic score (report only): universalmutator's C++ rules
+    on the core headers, a random sample of n mutants, each against the C++
+    suite under ASan+UBSan, stopping at the first failing test.  A mutant that
+    does not build is 'invalid' and left out of the score.  Survivors are
+    listed with their changed line: each is an equivalent mutant or a gap in
+    the tests, to be read by a person."""
+    import difflib
+    import random
+    venv = OUT / "universalmutator-venv"
+    tool = venv / "bin" / "mutate"
+    if not tool.exists():
+        say(f"installing {UNIVERSALMUTATOR} into {venv} (pip)")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                        UNIVERSALMUTATOR], check=True)
+    gen = OUT / "universal-mutants"
+    if gen.exists():
+        shutil.rmtree(gen)
+    pool = []
+    for h in UNIVERSAL_HEADERS:
+        d = gen / h
+        d.mkdir(parents=True)
+        src = REPO / "reference" / "include" / "deferred_cleanup" / h
+        subprocess.run([str(tool), str(src), "cpp", "--noCheck", "--mutantDir", str(d)], cwd=d,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        pool += [(h, p) for p in sorted(d.glob("*.hpp"))]
+    source = snapshot(tree_files(), "_source-universal")
+    # Most generated mutants do not compile.  Draw at random and keep the
+    # first n that pass a syntax check of every core header (well under a
+    # second each), instead of paying a full build for each invalid one.
+    rng = random.Random(seed)
+    order = rng.sample(pool, len(pool))
+    inc = OUT / "_syntax" / "include"
+    if inc.parent.exists():
+        shutil.rmtree(inc.parent)
+    shutil.copytree(source / "reference" / "include", inc)
+    tu = inc.parent / "all.cpp"
+    tu.write_text("".join(f'#include "deferred_cleanup/{h}"\n' for h in UNIVERSAL_HEADERS))
+    def code(path: Path) -> str:
+        """The file without comments (g++ -fpreprocessed -E: comments go, nothing expands)."""
+        return subprocess.run(["g++", "-x", "c++", "-fpreprocessed", "-E", "-P", str(path)], capture_output=True,
+                              text=True).stdout
+
+    plain = {h: code(source / "reference" / "include" / "deferred_cleanup" / h) for h in UNIVERSAL_HEADERS}
+    sample, invalid, comment_only = [], 0, 0
+    for h, path in order:
+        if len(sample) >= n:
+            break
+        if code(path) == plain[h]:
+            comment_only += 1  # changes only a comment: equivalent, not worth a build
+            continue
+        target = inc / "deferred_cleanup" / h
+        original = target.read_text()
+        shutil.copy2(path, target)
+        ok = subprocess.run(["g++", "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", str(inc),
+                             str(tu)], capture_output=True).returncode == 0
+        target.write_text(original)
+        if ok:
+            sample.append((h, path))
+        else:
+            invalid += 1
+    say(f"universalmutator: {len(pool)} mutants of {len(UNIVERSAL_HEADERS)} headers; drew "
+        f"{len(sample) + invalid + comment_only} at random (seed {seed}): {comment_only} change only a comment, "
+        f"{invalid} do not compile, {len(sample)} to run")
+    runner = Runner(fast=True)
+    logs_root = OUT / "logs-universal"
+    if logs_root.exists():
+        shutil.rmtree(logs_root)
+    rows = []
+    t_start = time.monotonic()
+    for i, (h, path) in enumerate(sample, 1):
+        rel = f"reference/include/deferred_cleanup/{h}"
+        before = (source / rel).read_text().splitlines()
+        after = path.read_text().splitlines()
+        change = " / ".join(l[1:].strip() for l in difflib.unified_diff(before, after, lineterm="", n=0)
+                            if l[:1] in "+-" and not l.startswith(("+++", "---")))
+        tree = make_scratch("_universal", source)
+        shutil.copy2(path, tree / rel)
+        probe = Mutant(name=path.stem, path=path, file=rel, find="", replace="", property="", killed_by=["cpp-asan"])
+        r = runner.run_check("cpp-asan", tree, logs_root / f"{h}-{path.stem}", probe)
+        status = {"failed": "killed", "passed": "SURVIVED", "error": "invalid"}[r.outcome]
+        rows.append(dict(header=h, mutant=path.name, change=change[:160], status=status,
+                         killed_by=", ".join(f for f in r.failing if "not run" not in f)[:160]))
+        say(f"  [{i}/{len(sample)}] {h} {path.name}: {status} ({r.seconds:.0f} s) {change[:100]}")
+        shutil.rmtree(tree, ignore_errors=True)
+    valid = [r for r in rows if r["status"] != "invalid"]
+    killed = [r for r in valid if r["status"] == "killed"]
+    score = f"{len(killed)} of {len(valid)} valid mutants killed" + (
+        f" ({100 * len(killed) / len(valid):.0f} %)" if valid else "")
+    lines = [f"# universalmutator sample (report only)", "",
+             f"{UNIVERSALMUTATOR}, C++ rules, on {', '.join(UNIVERSAL_HEADERS)}: {len(pool)} mutants.  Drawn at "
+             f"random (seed {seed}) until {len(sample)} changed code and passed a syntax check ({comment_only} drawn "
+             f"changed only a comment, {invalid} did not compile); "
+             f"each against tests/cpp under ASan+UBSan, stopping at the first failing test.  {score}; "
+             f"{len(rows) - len(valid)} more did not build.  "
+             f"{time.monotonic() - t_start:.0f} s.", "",
+             "| header | mutant | change | status | first failing test |", "|---|---|---|---|---|"]
+    esc = lambda x: str(x).replace("|", "\\|")  # noqa: E731
+    for r in rows:
+        lines.append(f"| {r['header']} | {r['mutant']} | `{esc(r['change'])}` | {r['status']} | {esc(r['killed_by'])} |")
+    (OUT / "universal.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    say(f"universal: {score}; report: {OUT / 'universal.md'}")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fast", action="store_true", help="skip a mutant's pytest checks when it names others")
+    ap.add_argument("--only", help="comma-separated mutant names")
+    ap.add_argument("--mutants", default=str(MUTANTS), help="directory of mutant files (default tests/mutants)")
+    ap.add_argument("--validate", action="store_true", help="only parse the mutants and check their find texts")
+    ap.add_argument("--list", action="store_true", help="list the mutants and their checks")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch trees (default: delete after each)")
+    ap.add_argument("--universal", type=int, metavar="N", help="report only: a sample of N universalmutator mutants")
+    ap.add_argument("--seed", type=int, default=1, help="seed of the --universal sample (default 1)")
+    ap.add_argument("--out", help="directory for scratch trees, logs and reports (default build/mutate; keep it "
+                                  "inside the work tree when a check runs in the Debian unstable root)")
+    a = ap.parse_args()
+    global OUT
+    if a.out:
+        OUT = Path(a.out).resolve()
+    if a.universal:
+        return universal(a.universal, a.seed)
+
+    try:
+        mutants = load_all(Path(a.mutants))
+        for m in mutants:
+            check_applies(m, REPO)
+    except MutantError as e:
+        say(f"INVALID: {e}")
+        return 1
+    if a.only:
+        want = a.only.split(",")
+        unknown = set(want) - {m.name for m in mutants}
+        if unknown:
+            say(f"unknown mutant(s): {', '.join(sorted(unknown))}")
+            return 1
+        mutants = [m for m in mutants if m.name in want]
+    if not mutants:
+        say(f"no mutants in {a.mutants}")
+        return 1
+    if a.list or a.validate:
+        for m in mutants:
+            print(f"{m.name}: {m.file}; {', '.join(checks_for(m, a.fast))}; {m.property}")
+        say(f"{len(mutants)} mutants, each FIND found exactly once")
+        return 0
+
+    t_start = time.monotonic()
+    runner = Runner(a.fast)
+    source = snapshot(tree_files())
+    OUT.mkdir(parents=True, exist_ok=True)
+    for stale in ("mutate.json", "mutate.md"):
+        (OUT / stale).unlink(missing_ok=True)
+    logs_root = OUT / "logs"
+    if logs_root.exists():
+        shutil.rmtree(logs_root)
+
+    # Control: every check any mutant uses must pass on the unmutated tree.
+    all_checks = []
+    for m in mutants:
+        for c in checks_for(m, a.fast):
+            if c not in all_checks:
+                all_checks.append(c)
+    say(f"control: the unmutated tree must pass {', '.join(all_checks)}")
+    t0 = time.monotonic()
+    tree = make_scratch("_control", source)
+    control_results = [runner.run_check(c, tree, logs_root / "_control") for c in all_checks]
+    bad = [r for r in control_results if r.outcome != "passed"]
+    control = {"status": "passed" if not bad else "FAILED", "checks": all_checks,
+               "seconds": round(time.monotonic() - t0, 1),
+               "results": [dataclasses.asdict(r) for r in control_results]}
+    for r in control_results:
+        say(f"  control {r.check}: {r.outcome} ({r.seconds:.0f} s){' ' + ', '.join(r.failing) if r.failing else ''}"
+            f"{' ' + r.detail if r.detail else ''}")
+    if not a.keep:
+        shutil.rmtree(tree, ignore_errors=True)
+    if bad:
+        write_reports([], control, time.monotonic() - t_start, a.fast)
+        say(f"control FAILED: a kill would mean nothing; logs under {logs_root}")
+        return 1
+
+    rows = []
+    for i, m in enumerate(mutants, 1):
+        t0 = time.monotonic()
+        say(f"[{i}/{len(mutants)}] {m.name}: {m.property}")
+        tree = make_scratch(m.name, source)
+        try:
+            mutated = check_applies(m, tree)
+        except MutantError as e:
+            rows.append(dict(name=m.name, property=m.property, killed_by="-", status="stale", why=str(e),
+                             note=m.note, seconds=0.0, checks=[]))
+            continue
+        (tree / m.file).write_text(mutated)
+        results = [runner.run_check(c, tree, logs_root / m.name, m) for c in checks_for(m, a.fast)]
+        status, why = verdict(m, results)
+        row = dict(name=m.name, property=m.property, killed_by=killed_by_text(results), status=status, why=why,
+                   note=m.note, seconds=round(time.monotonic() - t0, 1), file=m.file,
+                   checks=[dataclasses.asdict(r) for r in results])
+        rows.append(row)
+        say(f"  {status}{' (' + why + ')' if why else ''}: {row['killed_by']} ({row['seconds']:.0f} s)")
+        if not a.keep:
+            shutil.rmtree(tree, ignore_errors=True)
+
+    total = time.monotonic() - t_start
+    md = write_reports(rows, control, total, a.fast)
+    print()
+    print(md)
+    not_killed = [r["name"] for r in rows if r["status"] != "killed"]
+    say(f"{len(rows) - len(not_killed)} of {len(rows)} mutants killed in {total:.0f} s "
+        f"(control {control['seconds']:.0f} s); report: {OUT / 'mutate.md'}")
+    if not_killed:
+        say(f"NOT KILLED: {', '.join(not_killed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
