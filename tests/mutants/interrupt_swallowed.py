@@ -1,0 +1,11 @@
+"""KeyboardInterrupt/SystemExit raised by a cleanup go to sys.unraisablehook."""
+FILE = "reference/src/host.cpp"
+FIND = """\
+  if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
+"""
+REPLACE = """\
+  if (false) {  // MUTANT: swallowed as before
+"""
+PROPERTY = "Ctrl-C and sys.exit() raised inside a cleanup reach the program after the drain"
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_interrupt.py"]
+KILLING_TESTS = ["test_ctrl_c_during_a_long_drain_is_delivered_after_it"]

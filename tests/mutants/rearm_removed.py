@@ -1,0 +1,15 @@
+"""A stale claim is never re-armed."""
+FILE = "reference/include/deferred_cleanup/scheduling.hpp"
+FIND = """\
+  static_assert(P::rearm, "only the reference re-arms");
+  const Host& host = q.host();
+  if (host.now_ns == nullptr) {
+"""
+REPLACE = """\
+  static_assert(P::rearm, "only the reference re-arms");
+  const Host& host = q.host();
+  if (true) {  // MUTANT: never re-arm
+"""
+PROPERTY = "one lost pending call does not disable the pending-call path: a later enqueue or entry point re-arms a stale claim"
+KILLED_BY = ["cpp", "pytest:cp312-pyenv:tests/test_rearm.py"]
+KILLING_TESTS = ["Rearm.LostCallRecoveredByALaterEnqueueAfterTheStaleBound", "test_reference_recovers_a_lost_call"]
