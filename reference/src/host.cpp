@@ -276,7 +276,7 @@ std::vector<std::weak_ptr<SimulatedDriver>> g_sim_drivers;
 
 // ---------------------------------------------------------------- backstop
 
-const char* kStatsKeys[] = {"created", "enqueued_late_core", "cleaned", "direct_cleanups",
+const char* kStatsKeys[] = {"created", "cleaned", "direct_cleanups",
                             "schedule_attempts", "schedule_failures", "pending_calls", "drain_cycles",
                             "pending_calls_ignored", "direct_drains", "retries", "rearms",
                             "leaked_at_shutdown", "leaked_finalizing", "gate_timeouts", "forks"};
@@ -287,7 +287,7 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
   if (f == nullptr) return;
   const Stats& s = stats();
   const std::atomic<std::uint64_t>* vals[] = {
-      &s.created, &s.enqueued_late, &s.cleaned, &s.direct_cleanups, &s.schedule_attempts,
+      &s.created, &s.cleaned, &s.direct_cleanups, &s.schedule_attempts,
       &s.schedule_failures, &s.pending_calls, &s.drain_cycles, &s.pending_calls_ignored,
       &s.direct_drains, &s.retries, &s.rearms, &s.leaked_at_shutdown, &s.leaked_finalizing,
       &s.gate_timeouts, &s.forks};

@@ -618,6 +618,34 @@ TEST_F(Rearm, SupersededCallDrainsButDoesNotClearTheClaim) {
   EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
 }
 
+// The Promela model's trail (tests/model, check rearm_refusal): the claim's
+// call runs as a superseded call while the re-arm that superseded it is
+// refused.  The re-arm must not hand the claim back to a call that already
+// ran; it gives the claim back and retries, so nothing is stranded.
+void run_old_call_then_fill_ring(const void*) {
+  dc_test::set_in_gate_hook(nullptr);  // once
+  EXPECT_TRUE(dc_test::run_one());     // the old call runs now (superseded: drains, no clear)
+  while (dc_test::add_foreign()) {
+  }  // and the re-arm's call will be refused
+}
+
+TEST_F(Rearm, RefusedReArmAfterTheOldCallRanGivesTheClaimBack) {
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  dc_test::advance_clock(kBound);
+  dc_test::set_in_gate_hook(&run_old_call_then_fill_ring);
+  const dc::ScheduleResult r = dc::on_user_object_destroyed(q_, sampled(0));
+  dc_test::set_in_gate_hook(nullptr);
+  EXPECT_EQ(r, dc::ScheduleResult::refused);  // the retry is refused too: the ring is full
+  EXPECT_EQ(cleaned(), 2u);                   // the old call drained both items
+  EXPECT_FALSE(q_.scheduled_snapshot()) << "claim held for a call that already ran: stranded";
+  // The ring empties; the next enqueue claims and its call drains everything.
+  EXPECT_EQ(dc_test::run_all(), 32u);
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(1)), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(cleaned(), 3u);
+  EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
+}
+
 // ------------------------------------------------- shutdown (reference only)
 
 TEST(Shutdown, AfterCloseCallbacksOnlyEnqueueAndAreLeaked) {

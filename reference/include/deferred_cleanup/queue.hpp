@@ -71,7 +71,6 @@ struct Host;  // scheduling.hpp: how the queue reaches its host (CPython or a fa
 /// Source: this project (docs: "Troubleshooting" reads them).
 struct Stats {
   std::atomic<std::uint64_t> created{0};             ///< items allocated (user objects attempted)
-  std::atomic<std::uint64_t> enqueued_late{0};       ///< pushed when no longer accepting
   std::atomic<std::uint64_t> cleaned{0};             ///< cleanups run (drains + direct cleanups)
   std::atomic<std::uint64_t> direct_cleanups{0};     ///< cleanups of never-created user objects
   std::atomic<std::uint64_t> schedule_attempts{0};   ///< host add_pending_call calls made
@@ -86,6 +85,27 @@ struct Stats {
   std::atomic<std::uint64_t> leaked_finalizing{0};   ///< drains skipped: host finalizing (leak)
   std::atomic<std::uint64_t> gate_timeouts{0};       ///< shutdown gave up waiting for the gate
   std::atomic<std::uint64_t> forks{0};               ///< at-fork resets in a child
+};
+
+template <class P>
+class BasicQueue;
+
+/// The argument of one pending call of the reference: the queue and the
+/// call's sequence number, so the call knows whether it is the current
+/// claim's call or one that a re-arm superseded.
+///
+/// Thread: `seq` written by the adding producer before add_pending_call,
+/// read by the pending call on the main thread; `queue` written once by the
+/// queue's constructor.
+/// Memory ordering: `seq` is relaxed; the host's add_pending_call /
+/// pending-call hand-off (CPython's pending-call lock) orders the write
+/// before the call reads it.
+/// Errors: none.
+/// Source: this project (docs/design/scheduling, "Re-arming").
+template <class P>
+struct CallToken {
+  BasicQueue<P>* queue = nullptr;     ///< the queue to drain (set by its constructor)
+  std::atomic<std::uint64_t> seq{0};  ///< the call's sequence number (>= 1)
 };
 
 // [doc:queue]
@@ -424,21 +444,8 @@ class BasicQueue {
     alive_.store(false, std::memory_order_release);
   }
 
-  /// The argument of one pending call of the reference: the queue and the
-  /// call's sequence number, so the call knows whether it is the current
-  /// claim's call or one that a re-arm superseded.
-  ///
-  /// Thread: written by the adding producer before add_pending_call, read by
-  /// the pending call on the main thread.
-  /// Memory ordering: `seq` is relaxed; the host's add_pending_call /
-  /// pending-call hand-off (CPython's pending-call lock) orders the write
-  /// before the call reads it.
-  /// Errors: none.
-  /// Source: this project (docs/design/scheduling, "Re-arming").
-  struct CallToken {
-    BasicQueue* queue = nullptr;      ///< the queue to drain (set by the constructor)
-    std::atomic<std::uint64_t> seq{0};  ///< the call's sequence number (>= 1)
-  };
+  /// The argument of one pending call of the reference (see CallToken).
+  using CallToken = deferred_cleanup::CallToken<P>;
 
   /// Take a token for a new pending call: the next sequence number, in one
   /// of 64 slots.  A slot is reused 64 tokens later; a running call reads its
@@ -554,12 +561,28 @@ class BasicQueue {
   /// @return true if this is the current claim's call (it must clear
   ///         scheduled_); false for a superseded call (it only drains)
   bool call_ran(std::uint64_t seq) noexcept {
+    std::uint64_t m = ran_max_seq_.load(std::memory_order_relaxed);  // heuristic
+    // Highest number that ran; only the main thread writes it.
+    while (seq > m && !ran_max_seq_.compare_exchange_weak(m, seq, std::memory_order_relaxed)) {
+    }
     std::uint64_t s = superseded_seq_.load(std::memory_order_relaxed);  // heuristic
     if (s != 0 && seq >= s) {
       // FIFO: the superseded call is gone; clear only that number.
       superseded_seq_.compare_exchange_strong(s, 0, std::memory_order_relaxed);
     }
     return move_claim_seq(seq, 0);  // the claim's call takes the claim back
+  }
+
+  /// Whether a call numbered `seq` or higher has run (FIFO: then call `seq`
+  /// has run or was lost).
+  ///
+  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
+  /// Source: this project.
+  /// @param seq a call's sequence number
+  /// @return true if the highest number that ran is at least `seq`
+  bool ran_at_least(std::uint64_t seq) const noexcept {
+    // Heuristic; see call_ran().
+    return ran_max_seq_.load(std::memory_order_relaxed) >= seq;
   }
 
   /// Pending calls of the queue possibly outstanding: the current claim's
@@ -736,6 +759,8 @@ class BasicQueue {
   CallToken tokens_[kTokens];
   /// Sequence numbers of pending calls (reference).
   std::atomic<std::uint64_t> next_seq_{0};
+  /// Highest sequence number of a call that ran (reference).
+  std::atomic<std::uint64_t> ran_max_seq_{0};
   /// Sequence number of the current claim's call (reference).
   std::atomic<std::uint64_t> claim_seq_{0};
   /// Sequence number of the superseded call possibly outstanding, 0 for

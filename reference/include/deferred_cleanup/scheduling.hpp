@@ -265,14 +265,27 @@ ScheduleResult rearm_if_stale(BasicQueue<P>& q) noexcept {
     return ScheduleResult::already_scheduled;
   }
   const int rc = add_call(q, token);
+  bool claim_given_back = false;
   if (rc != 0) {
-    q.move_claim_seq(new_seq, old_seq);  // the old call is the claim's call again
     q.release_supersede();
-    q.start_stale_clock(old_seq, host.now_ns());  // retried one bound later
+    if (q.move_claim_seq(new_seq, old_seq)) {  // the old call is the claim's call again ...
+      if (q.ran_at_least(old_seq) && q.move_claim_seq(old_seq, 0)) {
+        // ... unless it ran meanwhile (as a superseded call: it drained but
+        // did not clear).  Then no call is outstanding: give the claim back,
+        // as after any refusal, and retry below like a refused producer.
+        q.unclaim();
+        claim_given_back = true;
+      } else {
+        q.start_stale_clock(old_seq, host.now_ns());  // retried one bound later
+      }
+    }
   } else {
     q.start_stale_clock(new_seq, host.now_ns());
   }
   q.gate_leave();
+  if (claim_given_back) {
+    return schedule(q);  // items may be queued behind the claim we held
+  }
   if (rc != 0) {
     return ScheduleResult::refused;
   }

@@ -23,8 +23,12 @@
 // (atexit._run_exitfuncs(), which empties the list) before its own sequence.
 // Python atexit handlers run before the finalizing flag is set
 // (Python/pylifecycle.c, Py_FinalizeEx, v3.12.0: _PyAtExit_Call comes before
-// _PyRuntimeState_SetFinalizing).  tests/test_shutdown.py checks the order on
-// every interpreter of the matrix.
+// _PyRuntimeState_SetFinalizing).  tests/test_exit.py checks the order on
+// every interpreter of the matrix.  From CPython 3.14 the atexit module calls
+// its handlers from a copy of its list, so a handler cannot run the others
+// itself (each would run twice; measured by test_atexit_list_semantics):
+// there the hook is registered at import and handlers registered before the
+// import run after the exit sequence (docs: Caveats).
 //
 // The reference sequence, on the main thread, interpreter alive:
 //
