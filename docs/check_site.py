@@ -29,9 +29,11 @@ Two checks, each returning a list of problems (empty when the site is good):
 from __future__ import annotations
 
 import functools
+import html
 import html.parser
 import http.server
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -138,6 +140,54 @@ def check_links(html_dir: Path) -> list[str]:
     return problems
 
 
+# ------------------------------------------------------------------ private citations
+# "issue 3", "issues 2 and 3": this project's own tracker, which no reader can
+# open.  A public issue is cited with its tracker's form instead (gh-N, bpo-N,
+# cuda-python issue #N), which this pattern does not match.
+PRIVATE_ISSUE = re.compile(r"(?i)(?<![#\w-])issues? \d+\b(?! *[#\d])")
+
+
+def private_citations(text: str) -> list[str]:
+    """Mentions of this project's own issue numbers in a text.
+
+    Args:
+        text (str): page text (tags stripped) or a source file.
+
+    Returns:
+        list[str]: each mention with a little context; empty when none.
+
+    Raises:
+        Nothing.
+    """
+    return [" ".join(text[max(0, m.start() - 30):m.end() + 15].split()) for m in PRIVATE_ISSUE.finditer(text)]
+
+
+def check_private_citations(html_dir: Path) -> list[str]:
+    """Pages that cite this project's own issue numbers.
+
+    Args:
+        html_dir (pathlib.Path): the built site.
+
+    Returns:
+        list[str]: ``PAGE: "...issue N..."`` per mention, in the text of every
+        page except the copies of repository files under ``_repo/`` (those
+        show the files as they are; the headers among them are checked at
+        the source, by the caller).
+
+    Raises:
+        OSError: a page cannot be read.
+    """
+    html_dir = Path(html_dir)
+    out = []
+    for page in html_pages(html_dir):
+        rel = page.relative_to(html_dir).as_posix()
+        if rel.startswith("_repo/"):
+            continue
+        text = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8", errors="replace")))
+        out += [f'{rel}: "{m}"' for m in private_citations(text)]
+    return out
+
+
 # ------------------------------------------------------------------ browser
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):  # the browser check reports what matters
@@ -193,6 +243,136 @@ return done ? [summary.textContent, s.querySelectorAll('li').length] : null;
 """
 
 
+LAYOUT_WIDTH_PX = 1400
+MIN_DIAGRAM_FONT_PX = 11.0
+CODE_FIT_PREFIXES = ("design/",)
+CPP_API_PAGES = ("api/cpp.html",)
+PY_API_PAGES = ("api/python.html",)
+
+LAYOUT_JS = r"""
+const [codeFit, cppApi, minFont, pyApi] = arguments;
+const out = [];
+const main = document.querySelector('article[role=main]') || document.querySelector('article') || document.body;
+const mainBox = main.getBoundingClientRect();
+const snip = (t) => t.replace(/\s+/g, ' ').trim().slice(0, 70);
+// 1. code blocks that scroll sideways (design pages)
+if (codeFit) {
+  for (const pre of main.querySelectorAll('pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const longest = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+      out.push(`code block overflows its column (${pre.scrollWidth} > ${pre.clientWidth} px): ${snip(longest)}`);
+    }
+  }
+}
+// 2. citations that are not links
+const cite = /\b(?:[Gg][Hh]|bpo)-\d+|\bPR #\d+|cuda-python issue #\d+/g;
+const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  const p = n.parentElement;
+  if (!p || p.closest('a, script, style, .headerlink')) continue;
+  for (const m of n.textContent.matchAll(cite)) out.push(`citation is not a link: ${m[0]} in "${snip(n.textContent)}"`);
+}
+// 3. tables: fit the container, or (the version table) scroll in their box with a frozen first column
+for (const t of main.querySelectorAll('table')) {
+  let scroller = null;
+  for (let a = t.parentElement; a && a !== main.parentElement; a = a.parentElement) {
+    const ox = getComputedStyle(a).overflowX;
+    if (ox === 'auto' || ox === 'scroll') { scroller = a; break; }
+  }
+  const box = scroller || t.parentElement;
+  const tw = t.getBoundingClientRect().width;
+  const name = t.classList.contains('probe-matrix') ? 'version table' :
+               (t.classList.contains('contract') ? 'contract table' :
+                `table "${snip(t.rows[0] ? Array.from(t.rows[0].cells).map(c => c.textContent.trim()).join(' ') : '')}"`);
+  const boxRect = box.getBoundingClientRect();
+  if (boxRect.right > mainBox.right + 1 || boxRect.left < mainBox.left - 1) {
+    out.push(`${name}: its box (${Math.round(boxRect.width)} px) is wider than the page column (${Math.round(mainBox.width)} px)`);
+  }
+  if (tw <= box.clientWidth + 1) continue;
+  if (t.classList.contains('probe-matrix') && scroller) {
+    const loose = Array.from(t.rows).filter(r => r.cells[0] && getComputedStyle(r.cells[0]).position !== 'sticky');
+    if (loose.length) out.push(`${name} scrolls (${Math.round(tw)} > ${box.clientWidth} px) but its first column is not frozen in ${loose.length} row(s)`);
+    continue;
+  }
+  out.push(`${name} is wider than its container (${Math.round(tw)} > ${box.clientWidth} px)`);
+}
+// 4. contract rows: an id and a permalink each; identifiers not broken between letters
+for (const t of main.querySelectorAll('table.contract')) {
+  for (const r of t.querySelectorAll('tbody > tr')) {
+    const first = snip(r.cells[0] ? r.cells[0].textContent : '');
+    if (!r.id) { out.push(`contract row without an anchor: ${first}`); continue; }
+    if (!r.querySelector(`a[href="#${CSS.escape(r.id)}"]`)) out.push(`contract row #${r.id} has no permalink`);
+  }
+  for (const code of t.querySelectorAll('code')) {
+    const w = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    let prev = null, broken = false;  // prev: [char, top]
+    for (let n = w.nextNode(); n && !broken; n = w.nextNode()) {
+      for (let i = 0; i < n.length && !broken; i++) {
+        const rg = document.createRange(); rg.setStart(n, i); rg.setEnd(n, i + 1);
+        const rects = rg.getClientRects(); if (!rects.length) continue;
+        const ch = n.textContent[i], top = rects[0].top;
+        if (prev && top > prev[1] + 2 && /[A-Za-z0-9]/.test(prev[0]) && /[A-Za-z0-9]/.test(ch)) {
+          out.push(`contract table breaks an identifier between letters: ${snip(code.textContent)}`);
+          broken = true;
+        }
+        prev = [ch, top];
+      }
+    }
+  }
+}
+// 5. C++ API: one labelled line each for Thread, Memory ordering, Errors, Source
+if (cppApi) {
+  const want = ['Thread', 'Memory ordering', 'Errors', 'Source'];
+  const label = /(?:^|[.;)]\s+)(Thread|Memory ordering|Errors|Source):\s/;
+  for (const p of main.querySelectorAll('p')) {
+    if (!p.closest('dl.field-list') && label.test(p.textContent)) out.push(`C++ API: labels run together in a paragraph: ${snip(p.textContent)}`);
+  }
+  for (const dl of main.querySelectorAll('dl.cpp')) {
+    if (dl.parentElement.closest('dl.cpp')) continue;  // members: their class carries the contract
+    const dt = dl.querySelector(':scope > dt');
+    const name = snip(dt ? dt.textContent.replace('\u00b6', '') : '?');
+    if (/^namespace\b/.test(name)) continue;  // the namespace's overview, not a declaration
+    const dd = dl.querySelector(':scope > dd');
+    const labels = [];
+    for (const f of (dd ? dd.querySelectorAll('dl.field-list.dc-contract') : [])) {
+      if (f.parentElement.closest('dl.cpp') !== dl) continue;
+      for (const d of f.querySelectorAll(':scope > dt')) labels.push(d.textContent.replace(/[:\s]+$/, '').trim());
+    }
+    const bad = want.filter(w => labels.filter(l => l === w).length !== 1);
+    if (bad.length) out.push(`C++ API: ${name}: not exactly one labelled line for ${bad.join(', ')} (found: ${labels.join(', ') || 'none'})`);
+  }
+}
+// 6. Python API: each signature once, in public types
+if (pyApi) {
+  for (const dl of main.querySelectorAll('dl.py')) {
+    const dt = dl.querySelector(':scope > dt');
+    if (!dt) continue;
+    const sig = snip(dt.textContent.replace('\u00b6', ''));
+    if (/\b_native\./.test(sig)) out.push(`Python API: a private type in the signature: ${sig}`);
+    const name = (dt.querySelector('.sig-name') || dt).textContent.trim();
+    const dd = dl.querySelector(':scope > dd');
+    const first = dd && dd.querySelector(':scope > p');
+    if (first && name && first.textContent.trim().startsWith(name + '(')) {
+      out.push(`Python API: the signature is shown twice: ${snip(first.textContent)}`);
+    }
+  }
+}
+// 7. diagrams: the smallest text as rendered
+for (const el of main.querySelectorAll('object.graphviz')) {
+  const svg = el.contentDocument && el.contentDocument.documentElement;
+  if (!svg || !svg.viewBox || !svg.viewBox.baseVal || !svg.viewBox.baseVal.width) continue;
+  const scale = el.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  let min = Infinity, which = '';
+  for (const t of svg.querySelectorAll('text')) {
+    const fs = parseFloat(t.getAttribute('font-size') || getComputedStyle(t).fontSize);
+    if (fs * scale < min) { min = fs * scale; which = t.textContent; }
+  }
+  if (min < minFont) out.push(`diagram ${el.getAttribute('data')}: text renders at ${min.toFixed(1)} px (< ${minFont}): "${snip(which)}"`);
+}
+return out;
+"""
+
+
 def _wait_search(driver, timeout_s: float = 15.0) -> list | None:
     """Wait for Sphinx's client-side search to finish; its summary and hit count."""
     end = time.monotonic() + timeout_s
@@ -209,8 +389,9 @@ def _wait_loaded(driver, timeout_s: float = 20.0) -> None:
     while time.monotonic() < end:
         state = driver.execute_script(
             "return [document.readyState, Array.from(document.querySelectorAll('img'))"
-            ".every(i => i.complete)]")
-        if state[0] == "complete" and state[1]:
+            ".every(i => i.complete), Array.from(document.querySelectorAll('object'))"
+            ".every(o => o.contentDocument && o.contentDocument.readyState === 'complete')]")
+        if state[0] == "complete" and state[1] and state[2]:
             return
         time.sleep(0.05)
 
@@ -230,7 +411,8 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
 
     Returns:
         tuple: ``problems`` (list[str], one line per console error, external
-        request, failed request or unrendered diagram; empty when clean) and
+        request, failed request, unrendered diagram or layout fault (see the
+        module docstring); empty when clean) and
         ``stats`` (dict: ``pages`` opened (int), ``requests`` seen (int),
         ``diagrams`` (dict, page -> number of diagrams found), and
         ``search_hits`` (int) when a search ran).
@@ -256,7 +438,7 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
     for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                 f"--user-data-dir={profile}", "--no-first-run", "--disable-dev-shm-usage",
                 "--disable-extensions", "--disable-component-update", "--disable-sync",
-                "--disable-default-apps", "--window-size=1280,900",
+                "--disable-default-apps", f"--window-size={LAYOUT_WIDTH_PX},900",
                 # Resolve nothing but the local server: an external request fails here, offline.
                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
         opts.add_argument(arg)
@@ -305,6 +487,11 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
                     status = params["response"].get("status", 0)
                     if status >= 400:
                         problems.append(f"{rel}: request answered {status}: {params['response'].get('url')}")
+            if not query:
+                for problem in driver.execute_script(LAYOUT_JS, rel_path.startswith(CODE_FIT_PREFIXES),
+                                                     rel_path in CPP_API_PAGES, MIN_DIAGRAM_FONT_PX,
+                                                     rel_path in PY_API_PAGES):
+                    problems.append(f"{rel}: {problem}")
             diagrams = driver.execute_script(DIAGRAM_JS)
             stats["diagrams"][rel] = len(diagrams)
             for d in diagrams:

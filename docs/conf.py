@@ -28,6 +28,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",  # the package's docstrings use Args:/Returns:/Raises: sections
     "sphinx.ext.graphviz",
+    "sphinx.ext.extlinks",
+    "sphinx.ext.intersphinx",
     "breathe",
     "myst_parser",
     "dc_docs",
@@ -35,7 +37,7 @@ extensions = [
 
 root_doc = "index"
 source_suffix = {".rst": "restructuredtext"}
-exclude_patterns = ["_build", "_ext", "requirements.txt", "Doxyfile"]
+exclude_patterns = ["_build", "_ext", "_inv", "requirements.txt", "Doxyfile"]
 templates_path: list[str] = []
 nitpicky = True
 highlight_language = "none"
@@ -52,6 +54,40 @@ html_favicon = "_static/favicon.svg"  # else the browser asks the server for /fa
 html_theme_options = {
     "navigation_with_keys": True,
 }
+
+# ---------------------------------------------------------------- links
+# Citations: :gh:`95820`, :bpo:`30703`, :cpython-pr:`19091`, :cuda-pr:`2371`,
+# :cuda-issue:`2042`.  dc_docs also turns every plain-text mention of these
+# forms (in pages, Doxygen comments, docstrings, notes and quoted headers)
+# into a link with the same patterns.  The bpo pattern is the one CPython's own
+# Doc/conf.py uses (bugs.python.org redirects to the migrated GitHub issue).
+extlinks = {
+    "gh": ("https://github.com/python/cpython/issues/%s", "gh-%s"),
+    "bpo": ("https://bugs.python.org/issue?@action=redirect&bpo=%s", "bpo-%s"),
+    "cpython-pr": ("https://github.com/python/cpython/pull/%s", "PR #%s"),
+    "cuda-pr": ("https://github.com/NVIDIA/cuda-python/pull/%s", "cuda-python PR #%s"),
+    "cuda-issue": ("https://github.com/NVIDIA/cuda-python/issues/%s", "cuda-python issue #%s"),
+}
+extlinks_detect_hardcoded_links = True
+
+# CPython's documentation through intersphinx, offline: the build machine
+# reaches no web site, so the inventory cannot be fetched.  docs/_inv/python.txt
+# lists the few objects these pages cite (Py_AddPendingCall and friends, atexit,
+# os.register_at_fork, ...) with their anchors on docs.python.org/3; conf.py
+# writes it as a Sphinx inventory (objects.inv format 2) into the build tree,
+# and intersphinx reads that file.  A name cited with a role that is not in
+# the list is an unresolved reference, hence a build error.
+sys.path.insert(0, str(DOCS / "_inv"))
+from make_inventory import write_inventory  # noqa: E402  docs/_inv/make_inventory.py
+
+PYTHON_INV = write_inventory(DOCS / "_inv" / "python.txt", REPO / "build" / "docs" / "python-objects.inv")
+intersphinx_mapping = {"python": ("https://docs.python.org/3.13", str(PYTHON_INV))}
+intersphinx_timeout = 1
+
+# :repo-file: mentions link to the file's page inside the site (_repo/PATH.html,
+# generated at build time); set a URL pattern with {path} and {line} to link a
+# hosted copy of the repository instead.
+dc_repo_url = ""
 
 # ---------------------------------------------------------------- diagrams
 graphviz_output_format = "svg"
@@ -74,9 +110,10 @@ autodoc_default_options = {"members": True, "undoc-members": False, "show-inheri
 myst_heading_anchors = 3
 suppress_warnings: list[str] = []
 
-# The standard library has no inventory here (no intersphinx: the build is
-# offline), so references to its C++ and Python names cannot resolve.  Only
-# those are ignored; every name of this project must resolve.
+# The C++ standard library has no inventory here, and the Python one only the
+# few names of docs/_inv/python.txt (the build is offline), so references to
+# other standard names cannot resolve.  Only those are ignored; every name of
+# this project, and every CPython name cited with a role, must resolve.
 nitpick_ignore_regex = [
     ("cpp:identifier", r"(std|std::.*|size_t|uint\d+_t|int\d+_t|uintptr_t)"),
     ("cpp:identifier", r"(std::)?(atomic|memory_order|function|thread|mutex|condition_variable|size_t)(<.*>)?"),

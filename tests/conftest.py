@@ -157,3 +157,25 @@ def cuda_driver():
 
 
 # ---------------------------------------------------------------- (other helpers: append below)
+
+
+@pytest.fixture
+def lose_call(dc):
+    """``lose_call(n)``: the next n pending calls are lost (``_test_lose_calls``).
+
+    Teardown restores the pending-call path the way the reference does it in
+    production: a stale claim re-armed at an entry point (``stale_claim_s``
+    lowered for the moment), then waits until the re-armed call ran.
+    """
+    yield dc._native._test_lose_calls
+    dc._native._test_lose_calls(0)
+    old = dc.settings()["stale_claim_s"]
+    dc.configure(stale_claim_s=0.01)
+    try:
+        deadline = time.monotonic() + 10
+        while dc.counters()["scheduled"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+            dc.poll()
+        assert not dc.counters()["scheduled"], "the lost claim was not recovered"
+    finally:
+        dc.configure(stale_claim_s=old)

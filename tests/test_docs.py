@@ -75,6 +75,27 @@ def test_no_dangling_link_or_offsite_resource(site):
     assert check_links(site) == []
 
 
+def test_no_page_or_header_cites_a_private_issue_number(site):
+    """Readers cannot open this project's own issues: the pages and the
+    headers cite public sources (gh-N, bpo-N, cuda-python PR #N, a CPython
+    file and tag) or the page that carries the rationale."""
+    from check_site import check_private_citations, private_citations
+
+    found = check_private_citations(site)
+    for header in sorted(HEADERS.glob("*.hpp")):
+        found += [f"{header.relative_to(REPO)}: \"{m}\"" for m in private_citations(header.read_text())]
+    assert found == [], "\n".join(found)
+
+
+def test_private_citation_check_can_fail():
+    from check_site import private_citations
+
+    text = ("Source: issue 3 Part 1.7. See issues 2 and 3. Public: gh-95820, bpo-30703, "
+            "cuda-python issue #2042, cuda-python PR #2371, GH-104812.")
+    found = private_citations(text)
+    assert len(found) == 2 and "issue 3 Part" in found[0] and "issues 2 and" in found[1], found
+
+
 @pytest.mark.parametrize("component", COMPONENTS)
 def test_component_page_quotes_its_own_header(site, component):
     header = HEADERS / f"{component}.hpp"
@@ -152,6 +173,20 @@ def test_probe_table_flags_a_difference_and_missing_versions():
     assert sorted(problems) == sorted(f"no probe result for CPython {m}" for m in ("3.10", "3.11", "3.14", "3.15"))
     clean, none = render({"interpreters": [_fake_result(f"i{m}", f"3.{m}.0") for m in range(10, 16)]}, cpython_facts)
     assert none == [] and "every measurement matches" in clean
+
+
+def test_free_threaded_line_is_derived_from_the_interpreters_measured():
+    """The version page's free-threaded sentence comes from each measured
+    interpreter's ``gil_disabled``, not from a fixed text."""
+    from dc_probe_table import render
+    from deferred_cleanup import cpython_facts
+
+    a, b = _fake_result("cp313-x", "3.13.0"), _fake_result("cp313t-x", "3.13.0")
+    a["interpreter"]["gil_disabled"], b["interpreter"]["gil_disabled"] = False, True
+    some, _ = render({"interpreters": [a, b], "free_threaded": "not available"}, cpython_facts)
+    assert "measured on ``cp313t-x`` (1 of the 2 interpreters)" in some and "not available" not in some
+    none, _ = render({"interpreters": [a], "free_threaded": "not available"}, cpython_facts)
+    assert "none of the 1 interpreters measured is one" in none and "not available" not in none
 
 
 # ------------------------------------------------------------------ the checks can fail
@@ -286,3 +321,104 @@ def test_sphinx_build_fails_on_every_unresolved_thing(tmp_path):
     }
     missing = [what for what, pattern in expected.items() if not re.search(pattern, out)]
     assert missing == [], f"not reported: {missing}\n{out}"
+
+
+# ------------------------------------------------------------------ the layout checks can fail
+def _page(body: str, title: str = "t") -> str:
+    return (f'<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>'
+            f'<link rel="icon" href="data:,"></head><body><article role="main" style="width:736px">'
+            f"{body}</article></body></html>")
+
+
+WIDE_CELL = '<td style="min-width:1200px">wide</td>'
+TINY_TEXT_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="6000pt" height="100pt" viewBox="0 0 6000 100">'
+                 '<text x="10" y="50" font-size="14.00">tiny label</text></svg>')
+LEGIBLE_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="700pt" height="100pt" viewBox="0 0 700 100">'
+               '<text x="10" y="50" font-size="14.00">legible label</text></svg>')
+LAYOUT_BAD = {
+    # a design page whose quoted code does not fit the column
+    "design/bad.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>'
+                             + "x" * 300 + "</pre></div></div>"),
+    "bad-tables.html": _page(
+        "<p>A plain gh-95820, a plain cuda-python PR #2371 and bpo-30703.</p>"
+        '<pre>// see gh-104812 in a code block</pre>'
+        # a wide table with no scroll box
+        f'<table class="docutils"><tr><td>a</td>{WIDE_CELL}</tr></table>'
+        # the version table scrolls, but its first column is not frozen
+        f'<div style="overflow-x:auto"><table class="probe-matrix"><tr><td>field</td>{WIDE_CELL}</tr></table></div>'
+        # contract rows without anchors, an identifier broken between letters
+        '<table class="contract" style="width:120px"><tbody><tr><td style="width:60px">'
+        '<code style="word-break:break-all">user_object_destructor_with_a_long_name()</code></td>'
+        "<td>x</td></tr></tbody></table>"),
+    "api/cpp.html": _page(
+        '<dl class="cpp function"><dt>void f()</dt><dd><p>Does f. Thread: any. Memory ordering: none.</p>'
+        "</dd></dl>"
+        '<dl class="cpp function"><dt>void g()</dt><dd><dl class="field-list dc-contract">'
+        "<dt>Thread</dt><dd>any</dd><dt>Thread</dt><dd>again</dd><dt>Errors</dt><dd>none</dd></dl></dd></dl>"
+        '<object class="graphviz" type="image/svg+xml" data="../_images/tiny.svg" style="width:700px"></object>'),
+}
+LAYOUT_BAD["api/python.html"] = _page(
+    '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>(self: '
+    "deferred_cleanup._native.Graph, obj: object) -> None</dt><dd><p>attach(obj: object) -> None</p>"
+    "<p>An entry point.</p></dd></dl>")
+LAYOUT_GOOD = {
+    "design/good.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>short line</pre></div></div>'),
+    "good-tables.html": _page(
+        '<p>A linked <a href="https://github.com/python/cpython/issues/95820">gh-95820</a>.</p>'
+        '<pre>// see <a href="https://github.com/python/cpython/issues/104812">gh-104812</a></pre>'
+        '<table class="docutils"><tr><td>a</td><td>narrow</td></tr></table>'
+        '<div style="overflow-x:auto"><table class="probe-matrix"><tr>'
+        f'<td style="position:sticky;left:0;background:#fff">field</td>{WIDE_CELL}</tr></table></div>'
+        '<table class="contract"><tbody><tr id="contract-drain-now"><td><code>drain_now()</code> '
+        '<a class="headerlink" href="#contract-drain-now">¶</a></td><td>x</td></tr></tbody></table>'),
+    "api/cpp.html": _page(
+        '<dl class="cpp function"><dt>void f()</dt><dd><p>Does f.</p><dl class="field-list dc-contract">'
+        "<dt>Thread</dt><dd>any</dd><dt>Memory ordering</dt><dd>none</dd><dt>Errors</dt><dd>none</dd>"
+        "<dt>Source</dt><dd>this project</dd></dl></dd></dl>"
+        '<object class="graphviz" type="image/svg+xml" data="../_images/legible.svg" style="width:700px"></object>'),
+    "api/python.html": _page(
+        '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>(obj: object) -> None</dt>'
+        "<dd><p>An entry point.</p></dd></dl>"),
+}
+
+
+def _write_site(root: Path, pages: dict[str, str]) -> Path:
+    (root / "_images").mkdir(parents=True)
+    (root / "_images" / "tiny.svg").write_text(TINY_TEXT_SVG)
+    (root / "_images" / "legible.svg").write_text(LEGIBLE_SVG)
+    for rel, text in pages.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_layout_check_catches_each_fault(site, tmp_path):
+    """One page per layout fault that the browser check must report; the
+    same pages done right report nothing.  Depends on ``site`` only so that
+    tools/docs.sh has installed chromium first."""
+    from check_site import check_in_browser
+
+    bad, _ = check_in_browser(_write_site(tmp_path / "bad", LAYOUT_BAD), search_query=None)
+    expected = {
+        "code block overflow on a design page": r"^design/bad\.html: code block overflows its column",
+        "plain gh- mention": r"^bad-tables\.html: citation is not a link: gh-95820",
+        "plain cuda-python PR mention": r"^bad-tables\.html: citation is not a link: PR #2371",
+        "plain bpo- mention": r"^bad-tables\.html: citation is not a link: bpo-30703",
+        "plain mention in a code block": r"^bad-tables\.html: citation is not a link: gh-104812",
+        "table wider than its container": r"^bad-tables\.html: table \"a wide\" is wider than its container",
+        "version table scrolling without a frozen column": r"^bad-tables\.html: version table scrolls .* not frozen",
+        "contract row without an anchor": r"^bad-tables\.html: contract row without an anchor",
+        "identifier broken between letters": r"^bad-tables\.html: contract table breaks an identifier",
+        "labels run together": r"^api/cpp\.html: C\+\+ API: labels run together in a paragraph: Does f\.",
+        "declaration without its four lines": r"^api/cpp\.html: C\+\+ API: void f\(\): not exactly one labelled line "
+                                              r"for Thread, Memory ordering, Errors, Source",
+        "a duplicated label and missing ones": r"^api/cpp\.html: C\+\+ API: void g\(\): not exactly one labelled "
+                                               r"line for Thread, Memory ordering, Source",
+        "illegible diagram": r"^api/cpp\.html: diagram \.\./_images/tiny\.svg: text renders at \d+\.\d px",
+        "private type in a Python signature": r"^api/python\.html: Python API: a private type in the signature: attach",
+        "Python signature shown twice": r"^api/python\.html: Python API: the signature is shown twice: attach\(obj",
+    }
+    missing = [what for what, pattern in expected.items() if not any(re.search(pattern, p) for p in bad)]
+    assert missing == [], f"not reported: {missing}\n" + "\n".join(bad)
+    good, stats = check_in_browser(_write_site(tmp_path / "good", LAYOUT_GOOD), search_query=None)
+    assert good == [] and stats["pages"] == 4, good

@@ -106,3 +106,42 @@ def test_cuda_bad_input(dc, cuda_driver):
         g.destroy()
     with pytest.raises(dc.GraphDestroyedError):
         g.attach(object())
+
+
+def test_cuda_spin_us_must_not_be_negative(dc):
+    with pytest.raises(ValueError, match="spin_us"):
+        dc.CudaDriver(spin_us=-1)
+
+
+class _Payload:
+    pass
+
+
+def test_cuda_spin_kernel_keeps_the_payload_alive_for_the_launch(dc):
+    """CudaDriver(spin_us=200000): the graph holds a 0.2 s spin kernel, so a
+    payload attached to it is released no sooner than about 0.2 s after the
+    launch, though the graph is destroyed at once (CUDA keeps the user objects
+    of an executable graph alive until its launches complete)."""
+    import weakref
+
+    try:
+        drv = dc.CudaDriver(spin_us=200_000)
+    except dc.DriverUnavailable as e:
+        pytest.skip(f"CUDA driver unavailable: {e}")
+    released = []
+    g = drv.create_graph()
+    p = _Payload()
+    weakref.finalize(p, lambda: released.append((time.perf_counter(), threading.get_ident())))
+    g.attach(p)
+    del p
+    t0 = time.perf_counter()
+    g.instantiate()
+    g.destroy()
+    deadline = t0 + 10.0
+    while not released and time.perf_counter() < deadline:
+        time.sleep(0.001)
+    assert released, "the payload was not released within 10 s"
+    delay = released[0][0] - t0
+    assert delay >= 0.15, f"released {delay * 1e3:.1f} ms after the launch: the spin kernel did not hold it"
+    assert delay < 5.0, f"released only {delay:.2f} s after the launch of a 0.2 s kernel"
+    assert released[0][1] == threading.main_thread().ident

@@ -29,9 +29,12 @@ def _accounting(out, created):
 
 @pytest.mark.parametrize("mode", ["burst", "atexit-destroy"])
 def test_reference_payloads_in_flight_at_exit(scenario, mode):
+    """Destructors still running when the program ends: the exit sequence
+    waits for them (bounded) and releases every payload."""
     out = scenario("exit_in_flight", "2000", "8", mode, variant="reference")
     s = _accounting(out, 2000)
     assert s["gate_timeouts"] == 0
+    assert s["cleaned"] == 2000 and s["leaked_at_shutdown"] == 0, s
 
 
 def test_reference_final_drain_cleans_what_is_queued(scenario):
@@ -55,25 +58,29 @@ def test_reference_waits_out_a_producer_held_in_the_gate(scenario):
     assert s["schedule_attempts"] == 1
 
 
-def test_seed_held_in_gate_calls_cpython_after_finalization(scenario):
-    """The seed's hole: the held producer calls Py_AddPendingCall after
-    Py_FinalizeEx.  Crashes 3.10-3.12, silent no-op on 3.13+ (cpython_facts)."""
-    out = scenario("held_in_gate", "until-release", variant="seed")
+@pytest.mark.parametrize("variant", ["seed", "cuda-core-1.2"])
+def test_comparison_variant_held_producer_calls_cpython_after_finalization(scenario, variant):
+    """The comparison variants' hole: a producer held between its last check
+    (seed: accepting_, stopped only by the Py_AtExit callback; cuda-core-1.2:
+    `!Py_IsInitialized() || finalizing`) and Py_AddPendingCall calls CPython
+    after Py_FinalizeEx.  Crashes 3.10-3.12, silent no-op on 3.13+
+    (cpython_facts, after_finalize.outcome)."""
+    out = scenario("held_in_gate", "until-release", variant=variant)
     assert out["result"] == {"held": True, "created": 1}
     outcome = cpython_facts.expected("after_finalize.outcome")
     if outcome == "crash":
         sig = getattr(signal, cpython_facts.expected("after_finalize.signal"))
-        assert out["rc"] == -sig, f"expected the seed to die of {sig!r}, rc={out['rc']}"
+        assert out["rc"] == -sig, f"expected {variant} to die of {sig!r}, rc={out['rc']}"
         assert out["at_exit"] is None, "the process died inside the backstop, before writing counters"
     else:
         assert outcome == "no-op"
         s = _accounting(out, 1)
         assert s["schedule_attempts"] == 1 and s["gate_hook_passes"] == 1
-        assert s["host_calls_after_teardown"] == 1, "the seed's held producer calls CPython after finalization"
+        assert s["host_calls_after_teardown"] == 1, f"{variant}'s held producer calls CPython after finalization"
         assert s["leaked_at_shutdown"] == 1 and s["cleaned"] == 0
 
 
-@pytest.mark.parametrize("variant", ["reference", "seed"])
+@pytest.mark.parametrize("variant", ["reference", "seed", "cuda-core-1.2"])
 def test_callbacks_after_finalization_only_enqueue(scenario, variant):
     out = scenario("late_callbacks", "500", "4", variant=variant)
     assert out["result"] == {"created": 500, "held": 500}
@@ -96,3 +103,16 @@ def test_api_after_shutdown(scenario, tmp_path):
     assert late["destroy"] == "ok"
     s = _accounting(out, 1)
     assert s["leaked_at_shutdown"] == 1 and s["cleaned"] == 0
+
+
+def test_daemon_thread_in_a_blocking_call_never_aborts_exit(scenario):
+    """A daemon thread looping on SimulatedDriver.wait_idle (GIL released)
+    while the main thread exits: CPython ends such a thread when it re-takes
+    the GIL during finalization; the call must never re-take it then (it
+    parks instead), so the process exits 0.  50 runs."""
+    bad = []
+    for run in range(50):
+        out = scenario("daemon_wait_idle", timeout_s=30)
+        if out["rc"] != 0:
+            bad.append((run, out["rc"], out["stderr"][-300:]))
+    assert bad == [], f"{len(bad)} of 50 runs did not exit 0: {bad[:3]}"

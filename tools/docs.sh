@@ -16,7 +16,7 @@
 #      and all of them are listed.  docs/conf.py runs Doxygen (XML only) when
 #      the build starts.  Warnings are also written to build/docs/warnings.log.
 #      Skipped when the last build succeeded and nothing it reads (docs/,
-#      reference/, notes/, probe.json, this script) changed since;
+#      reference/, notes/, tools/gpu_compare.py, probe.json, this script) changed since;
 #      DC_DOCS_FORCE=1 rebuilds anyway.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,7 +84,7 @@ fi
 mkdir -p build/docs
 stamp=build/docs/.built-ok
 if [ "${DC_DOCS_FORCE:-0}" != 1 ] && [ -f "$stamp" ] && [ -f build/docs/html/index.html ] \
-   && [ -z "$(find docs reference notes tools/docs.sh tools/matrix.py "$probe_json" -name __pycache__ -prune -o -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+   && [ -z "$(find docs reference notes tools/docs.sh tools/matrix.py tools/gpu_compare.py "$probe_json" -name __pycache__ -prune -o -newer "$stamp" -print -quit 2>/dev/null)" ]; then
   say "site is up to date (nothing changed since the last successful build): build/docs/html/index.html"
   exit 0
 fi

@@ -35,6 +35,7 @@ from pathlib import Path
 from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -87,23 +88,191 @@ def run_doxygen(app: Sphinx) -> None:
         raise ExtensionError(f"doxygen exited {proc.returncode}:\n" + "\n".join(lines[-40:]))
     if not (out / "xml" / "index.xml").exists():
         raise ExtensionError("doxygen wrote no build/docs/doxygen/xml/index.xml")
+    for xml in (out / "xml").glob("*.xml"):
+        text = xml.read_text(encoding="utf-8")
+        fixed = join_para_lines(text)
+        if fixed != text:
+            xml.write_text(fixed, encoding="utf-8")
     logger.info("doxygen: XML in %s (%d warning(s))", out / "xml", warned)
 
 
+VERBATIM_TAGS = ("verbatim", "programlisting", "preformatted")
+
+
+def join_para_lines(xml: str) -> str:
+    """Join the lines of running text in Doxygen's XML.
+
+    Doxygen keeps a line break inside a quoted phrase of a comment (``"fn(arg)
+    runs on`` / ``the main thread"``) as a newline in the ``<para>`` text, and
+    Breathe renders each such line as a paragraph of its own: the sentence is
+    cut in two on the page.  Inside ``<para>`` (outside verbatim blocks and
+    program listings) a newline is just a space.
+
+    Args:
+        xml (str): one XML file written by Doxygen.
+
+    Returns:
+        str: the same XML with those newlines replaced by spaces.
+
+    Raises:
+        Nothing.
+    """
+    out: list[str] = []
+    para = verbatim = 0
+    for tok in re.split(r"(<[^>]*>)", xml):
+        if tok.startswith("<"):
+            m = re.match(r"<(/?)([\w:-]+)", tok)
+            if m and not tok.endswith("/>"):
+                closing, name = m[1] == "/", m[2]
+                if name == "para":
+                    para += -1 if closing else 1
+                elif name in VERBATIM_TAGS:
+                    verbatim += -1 if closing else 1
+            out.append(tok)
+        elif para > 0 and verbatim == 0 and "\n" in tok and tok.strip():
+            out.append(tok.replace("\n", " "))
+        else:
+            out.append(tok)
+    return "".join(out)
+
+
 # --------------------------------------------------------------- :repo-file:
+class repo_file_ref(nodes.Inline, nodes.TextElement):
+    """A ``:repo-file:`` mention, turned into a link when the page is resolved."""
+
+
+REPO_PAGES = "_repo"  # the built site's copy of the files that pages name
+SOURCE_LANG = {".hpp": "cpp", ".cpp": "cpp", ".h": "cpp", ".py": "python", ".sh": "bash", ".toml": "toml",
+               ".json": "json", ".md": "markdown", ".rst": "rst", ".cmake": "cmake", ".yml": "yaml"}
+
+
+def symbol_line(path: Path, symbol: str) -> int | None:
+    """The line (1-based) that defines ``symbol`` in ``path``: a ``def`` or
+    ``class`` of that name, else its first occurrence as a whole word; None
+    when it does not occur."""
+    lines = path.read_text(errors="replace").splitlines()
+    for pattern in (rf"^\s*(async\s+def|def|class)\s+{re.escape(symbol)}\b", rf"\b{re.escape(symbol)}\b"):
+        for i, line in enumerate(lines, 1):
+            if re.search(pattern, line):
+                return i
+    return None
+
+
 def repo_file_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """``:repo-file:`tests/litmus/sb.litmus``` -> a literal; a warning when
-    the path does not exist.  ``path::NAME`` (a test function, a model check)
-    also requires NAME to occur in that file as a whole word."""
+    """``:repo-file:`tests/litmus/sb.litmus``` -> a link to the file; a
+    warning when the path does not exist.  ``path::NAME`` (a test function, a
+    model check) also requires NAME to occur in that file as a whole word, and
+    links to the line that defines it.
+
+    The link goes to the file's page in the built site (``_repo/PATH.html``,
+    the file highlighted with line anchors, written by :func:`repo_pages`), or,
+    when ``dc_repo_url`` is set in conf.py, to that URL pattern
+    (``{path}`` and ``{line}`` are filled in)."""
     ref = text.strip()
     rel, _, symbol = ref.partition("::")
-    node = nodes.literal(rawtext, ref, classes=["repo-file"])
+    rel = rel.rstrip("/")
+    literal = nodes.literal(rawtext, ref, classes=["repo-file"])
     path = REPO / rel
     if not path.exists():
-        return [node], [inliner.reporter.warning(f"repo-file: {rel} does not exist in the repository", line=lineno)]
-    if symbol and (not path.is_file() or not re.search(rf"\b{re.escape(symbol)}\b", path.read_text(errors="replace"))):
-        return [node], [inliner.reporter.warning(f"repo-file: {rel} has no {symbol!r}", line=lineno)]
+        return [literal], [inliner.reporter.warning(f"repo-file: {rel} does not exist in the repository", line=lineno)]
+    line = None
+    if symbol:
+        line = symbol_line(path, symbol) if path.is_file() else None
+        if line is None:
+            return [literal], [inliner.reporter.warning(f"repo-file: {rel} has no {symbol!r}", line=lineno)]
+    env = inliner.document.settings.env
+    files = getattr(env, "dc_repo_files", None)
+    if files is None:
+        files = env.dc_repo_files = {}
+    files.setdefault(rel, set()).add(env.docname)
+    node = repo_file_ref(rawtext, "", literal, path=rel, line=line or 0)
     return [node], []
+
+
+def purge_repo_files(app, env, docname):
+    for docs in getattr(env, "dc_repo_files", {}).values():
+        docs.discard(docname)
+
+
+def merge_repo_files(app, env, docnames, other):
+    files = getattr(env, "dc_repo_files", None)
+    if files is None:
+        files = env.dc_repo_files = {}
+    for rel, docs in getattr(other, "dc_repo_files", {}).items():
+        files.setdefault(rel, set()).update(docs & set(docnames))
+
+
+def repo_page_name(rel: str) -> str:
+    return f"{REPO_PAGES}/{rel}"
+
+
+def resolve_repo_files(app, doctree, fromdocname):
+    """Turn each ``repo_file_ref`` into a reference to the file's page (or to
+    ``dc_repo_url``); outside HTML builders, into its literal."""
+    for node in list(doctree.findall(repo_file_ref)):
+        literal = node.children[0]
+        rel, line = node["path"], node["line"]
+        if app.builder.format != "html":
+            node.replace_self(literal)
+            continue
+        if app.config.dc_repo_url:
+            uri = app.config.dc_repo_url.format(path=rel, line=line or 1)
+            if line and "{line}" not in app.config.dc_repo_url:
+                uri += f"#L{line}"
+        else:
+            uri = app.builder.get_relative_uri(fromdocname, repo_page_name(rel))
+            if line:
+                uri += f"#L-{line}"
+        ref = nodes.reference("", "", literal, refuri=uri, classes=["repo-file"],
+                              reftitle=f"{rel} line {line}" if line else rel)
+        node.replace_self(ref)
+
+
+def _highlight_file(app, path: Path) -> str:
+    """The file as highlighted HTML, one ``<span id="L-N">`` per line."""
+    code = path.read_text(errors="replace")
+    lang = SOURCE_LANG.get(path.suffix, "cmake" if path.name == "CMakeLists.txt" else "none")
+    return app.builder.highlighter.highlight_block(code, lang, linenos="inline", linespans="L",
+                                                    location=str(path))
+
+
+def repo_pages(app):
+    """``html-collect-pages``: one page per file or directory that a
+    ``:repo-file:`` names (and one per directory above each file, up to the
+    repository root), so that every such mention links to the text it names,
+    inside the site, offline."""
+    if app.config.dc_repo_url or app.builder.format != "html":
+        return
+    wanted: set[str] = set()
+    for rel, docs in sorted(getattr(app.env, "dc_repo_files", {}).items()):
+        if docs:
+            wanted.add(rel)
+    dirs: set[str] = set()
+    for rel in wanted:
+        parts = Path(rel).parts
+        for i in range(1, len(parts)):
+            dirs.add(str(Path(*parts[:i])))
+        if (REPO / rel).is_dir():
+            dirs.add(rel)
+    for rel in sorted(wanted | dirs):
+        path = REPO / rel
+        page = repo_page_name(rel)
+        if path.is_dir():
+            rows = []
+            for child in sorted(path.iterdir()):
+                crel = str(Path(rel) / child.name)
+                if crel in wanted or crel in dirs:
+                    uri = app.builder.get_relative_uri(page, repo_page_name(crel))
+                    rows.append(f'<li><a class="reference internal" href="{uri}"><code class="literal">'
+                                f'{child.name}{"/" if child.is_dir() else ""}</code></a></li>')
+                else:
+                    rows.append(f'<li><code class="literal">{child.name}{"/" if child.is_dir() else ""}</code></li>')
+            body = (f"<h1>{rel}/</h1><p>A directory of the repository; the entries that the documentation "
+                    f"names link to their text.</p><ul>{''.join(rows)}</ul>")
+        else:
+            body = (f"<h1>{rel}</h1><p>The file as it was when the site was built; line numbers are "
+                    f"anchors (<code>#L-N</code>).</p>{_highlight_file(app, path)}")
+        yield page, {"title": rel, "body": body, "parents": [], "display_toc": False}, "page.html"
 
 
 # --------------------------------------------------------------- probe matrix
@@ -236,6 +405,62 @@ def resolve_header_links(app, env, node, contnode):
     return make_refnode(app.builder, node["refdoc"], "api/cpp", f"{m[1]}-hpp", contnode)
 
 
+# The labels of the contract paragraph every public declaration carries
+# (developers' guide: thread, blocking, memory ordering, errors, source).
+CONTRACT_LABELS = ("Thread", "Blocking", "Memory ordering", "Errors", "Source")
+CONTRACT_LABEL = re.compile(r"(?:(?<=^)|(?<=[.;)]\s)|(?<=[.;)]\s\s))(" + "|".join(CONTRACT_LABELS) + r"):\s+")
+
+
+def labelled_fields(para: nodes.paragraph) -> None:
+    """Split a paragraph that runs "Thread: ... Memory ordering: ... Errors:
+    ... Source: ..." together into a field list, one labelled line each.
+
+    A label counts where it starts the paragraph or a sentence (after ``.``,
+    ``;`` or ``)`` and a space).  Text before the first label stays a
+    paragraph; the inline nodes between two labels (links, literals) become
+    the first label's field body.  The field list has the class
+    ``dc-contract`` (the browser check looks for it).  A paragraph without a
+    label is left alone.
+
+    Args:
+        para (docutils.nodes.paragraph): a paragraph of the C++ API page.
+
+    Returns:
+        None: the paragraph is replaced in its parent.
+
+    Raises:
+        Nothing.
+    """
+    if not CONTRACT_LABEL.search(para.astext()):
+        return
+    segments: list[tuple[str | None, list[nodes.Node]]] = [(None, [])]
+    for child in list(para.children):
+        if not isinstance(child, nodes.Text):
+            segments[-1][1].append(child.deepcopy())
+            continue
+        text, pos = str(child), 0
+        for m in CONTRACT_LABEL.finditer(text):
+            before = text[pos:m.start()]
+            if before:
+                segments[-1][1].append(nodes.Text(before))
+            segments.append((m[1], []))
+            pos = m.end()
+        if text[pos:]:
+            segments[-1][1].append(nodes.Text(text[pos:]))
+    out: list[nodes.Node] = []
+    lead = segments[0][1]
+    if any(n.astext().strip() for n in lead):
+        out.append(nodes.paragraph("", "", *lead))
+    fields = nodes.field_list(classes=["dc-contract"])
+    for label, body in segments[1:]:
+        if body and isinstance(body[-1], nodes.Text):
+            body[-1] = nodes.Text(str(body[-1]).rstrip())
+        field = nodes.field("", nodes.field_name("", label), nodes.field_body("", nodes.paragraph("", "", *body)))
+        fields += field
+    out.append(fields)
+    para.replace_self(out)
+
+
 class DoxygenHeader(SphinxDirective):
     """``.. doxygen-header:: queue.hpp``: Breathe directives for every
     declaration Doxygen found in that header (members of classes included)."""
@@ -261,6 +486,9 @@ class DoxygenHeader(SphinxDirective):
         container = nodes.container(classes=["doxygen-header"])
         self.state.nested_parse(StringList(lines, source=f"<doxygen-header {header}>"), self.content_offset,
                                 container)
+        for para in list(container.findall(nodes.paragraph)):
+            if para.parent is not None and not isinstance(para.parent, nodes.field_body):
+                labelled_fields(para)
         return container.children
 
 
@@ -341,7 +569,9 @@ def sequence_to_dot(lines: list[str]) -> str:
 
     Returns:
         str: graphviz code laid out by neato with every node pinned: lanes
-        are columns (2.5 inches apart), messages are rows, top to bottom.
+        are columns (1.75 inches apart), messages are rows, top to bottom;
+        message text is 14 pt, so that the diagram, scaled to the page
+        column, stays legible (the browser check measures it).
 
     Raises:
         ValueError: a line that is neither, or a message naming an unknown
@@ -364,13 +594,18 @@ def sequence_to_dot(lines: list[str]) -> str:
         for k in (a, b):
             if k not in col:
                 raise ValueError(f"sequence: unknown lane {k!r}")
-    width, step = 2.5, 0.5
-    bottom = -(len(msgs) + 1) * step - 0.2
+    # Sizes: the diagram is scaled to the page column (about 10.5 inches of
+    # graphviz points into 736 CSS px, furo's content width), so lanes sit
+    # close and the text is large: 14 pt messages render at about 13.5 px.
+    width, step = 1.75, 0.55
+    msg_pt, lane_pt = 14, 13
+    char_in = msg_pt * 0.55 / 72  # average glyph width of DejaVu Sans, in inches
+    bottom = -(len(msgs) + 1) * step - 0.25
     out = ["digraph sequence {",
-           "layout=neato; inputscale=1; splines=line; outputorder=edgesfirst; bgcolor=white; pad=0.15;",
-           'node [shape=point, width=0.02, height=0.02, label="", fontsize=13];',
-           "edge [arrowsize=0.6];"]
-    box = 'shape=box, style="rounded,filled", fillcolor="#eef3fb", width=2.0'
+           "layout=neato; inputscale=1; splines=line; outputorder=edgesfirst; bgcolor=white; pad=0.1;",
+           f'node [shape=point, width=0.02, height=0.02, label="", fontsize={lane_pt}];',
+           "edge [arrowsize=0.7];"]
+    box = 'shape=box, style="rounded,filled", fillcolor="#eef3fb", width=1.6, margin="0.05,0.03"'
     for k, label in lanes:
         x = col[k] * width
         out.append(f'{k}_head [pos="{x},0!", {box}, height=0.5, label="{_dot_str(label)}"];')
@@ -378,20 +613,20 @@ def sequence_to_dot(lines: list[str]) -> str:
         out.append(f'{k}_foot [pos="{x},{bottom}!", {box}, height=0.3, label="{_dot_str(foot)}"];')
         out.append(f'{k}_head -> {k}_foot [style=dashed, color="#9aa5b1", arrowhead=none];')
     for i, (a, b, text) in enumerate(msgs):
-        y = -(i + 1) * step - 0.2  # clear of the lane heads
+        y = -(i + 1) * step - 0.25  # clear of the lane heads
         t = _dot_str(text)
         if a == b:
             x = col[a] * width
             out.append(f'm{i}a [pos="{x},{y + 0.08}!"]; m{i}b [pos="{x + 0.3},{y + 0.08}!"]; '
                        f'm{i}c [pos="{x + 0.3},{y - 0.08}!"]; m{i}d [pos="{x},{y - 0.08}!"];')
             out.append(f"m{i}a -> m{i}b [arrowhead=none]; m{i}b -> m{i}c [arrowhead=none]; m{i}c -> m{i}d;")
-            out.append(f'm{i}t [pos="{x + 0.4 + 0.045 * len(text)},{y}!", shape=plaintext, width=0, height=0, '
-                       f'margin=0, fontsize=12, label="{t}"];')
+            out.append(f'm{i}t [pos="{x + 0.4 + char_in * len(text) / 2:.3f},{y}!", shape=plaintext, width=0, '
+                       f'height=0, margin=0, fontsize={msg_pt}, label="{t}"];')
         else:
             xa, xb = col[a] * width, col[b] * width
             out.append(f'm{i}a [pos="{xa},{y}!"]; m{i}b [pos="{xb},{y}!"]; m{i}a -> m{i}b;')
-            out.append(f'm{i}t [pos="{(xa + xb) / 2},{y + 0.14}!", shape=plaintext, width=0, height=0, '
-                       f'margin=0, fontsize=12, label="{t}"];')
+            out.append(f'm{i}t [pos="{(xa + xb) / 2},{y + 0.16}!", shape=plaintext, width=0, height=0, '
+                       f'margin=0, fontsize={msg_pt}, label="{t}"];')
     out.append("}")
     return "\n".join(out)
 
@@ -419,6 +654,201 @@ class Sequence(SphinxDirective):
         return [node]
 
 
+# --------------------------------------------------------------- citations as links
+# A mention of a CPython issue or pull request, or of a cuda-python one, in
+# running text, in text that Doxygen, autodoc or MyST produced, or in a quoted
+# header: each becomes a link, with the URL patterns of conf.py's ``extlinks``
+# (the roles :gh:, :bpo:, :cpython-pr:, :cuda-pr:, :cuda-issue:).  Order
+# matters: "cuda-python PR #N" before a bare "PR #N", which in these pages is
+# always a CPython pull request (next to its gh-/bpo- number).
+CITATION = re.compile(
+    r"(?P<cuda_pr>cuda-python PR #(?P<n1>\d+))"
+    r"|(?P<cuda_issue>cuda-python issue #(?P<n2>\d+))"
+    r"|(?P<gh>\b[Gg][Hh]-(?P<n3>\d+))"
+    r"|(?P<bpo>\bbpo-(?P<n4>\d+))"
+    r"|(?P<cpython_pr>\bPR #(?P<n5>\d+))")
+CITATION_ROLE = {"cuda_pr": ("cuda-pr", "n1"), "cuda_issue": ("cuda-issue", "n2"), "gh": ("gh", "n3"),
+                 "bpo": ("bpo", "n4"), "cpython_pr": ("cpython-pr", "n5")}
+NO_AUTOLINK = (nodes.reference, nodes.literal_block, nodes.raw, nodes.comment, nodes.target,
+               nodes.FixedTextElement, addnodes.desc_signature, addnodes.pending_xref, addnodes.toctree)
+
+
+def citation_url(config, match: re.Match) -> str | None:
+    """The URL of one citation match, from conf.py's ``extlinks``; None when
+    the project defines no such role (then the mention stays text)."""
+    kind = match.lastgroup if match.lastgroup in CITATION_ROLE else next(
+        k for k in CITATION_ROLE if match.group(k))
+    role, num = CITATION_ROLE[kind]
+    pattern = (getattr(config, "extlinks", None) or {}).get(role)
+    return pattern[0] % match.group(num) if pattern else None
+
+
+def link_citations(app, doctree, fromdocname) -> None:
+    """``doctree-resolved``: turn every plain-text citation (see
+    ``CITATION``) into a reference to its public page.  Code blocks (handled
+    on the HTML by ``rewrite_html``), existing links and signatures are left
+    alone; a link in a section title is fine (tables of contents keep only
+    its text)."""
+    for text in list(doctree.findall(nodes.Text)):
+        parent = text.parent
+        if parent is None or not CITATION.search(str(text)):
+            continue
+        anc, skip = parent, False
+        while anc is not None:
+            if isinstance(anc, NO_AUTOLINK):
+                skip = True
+                break
+            anc = anc.parent
+        if skip:
+            continue
+        if isinstance(parent, nodes.literal):
+            # Inline code that is exactly one citation: link the whole literal.
+            m = CITATION.fullmatch(parent.astext().strip())
+            if m and citation_url(app.config, m) and parent.parent is not None \
+                    and not isinstance(parent.parent, NO_AUTOLINK):
+                parent.replace_self(nodes.reference("", "", parent.deepcopy(), refuri=citation_url(app.config, m),
+                                                    classes=["dc-citation"]))
+            continue
+        out: list[nodes.Node] = []
+        pos, src = 0, str(text)
+        for m in CITATION.finditer(src):
+            url = citation_url(app.config, m)
+            if url is None:
+                continue
+            if m.start() > pos:
+                out.append(nodes.Text(src[pos:m.start()]))
+            out.append(nodes.reference(m.group(0), m.group(0), refuri=url, classes=["dc-citation"]))
+            pos = m.end()
+        if pos < len(src):
+            out.append(nodes.Text(src[pos:]))
+        parent.replace(text, out)
+
+
+def _link_text_segments(html_text: str, config) -> str:
+    """Link citations in the text between tags of an HTML fragment."""
+    out = []
+    inside_a = 0
+    for tok in re.split(r"(<[^>]*>)", html_text):
+        if tok.startswith("<"):
+            if re.match(r"<a[\s>]", tok):
+                inside_a += 1
+            elif tok.startswith("</a"):
+                inside_a = max(0, inside_a - 1)
+            out.append(tok)
+        elif inside_a or not CITATION.search(tok):
+            out.append(tok)
+        else:
+            out.append(CITATION.sub(lambda m: f'<a class="reference external dc-citation" '
+                                              f'href="{citation_url(config, m)}">{m.group(0)}</a>'
+                                    if citation_url(config, m) else m.group(0), tok))
+    return "".join(out)
+
+
+def _wbr_in_contract_tables(body: str) -> str:
+    """In the contract table, let identifiers break after ``_`` or ``::``
+    (``<wbr>``), never inside a word."""
+    def table(m: re.Match) -> str:
+        return re.sub(r'(<span class="pre">)([^<]*)(</span>)',
+                      lambda s: s[1] + re.sub(r"(::|_)(?=\w)", r"\1<wbr>", s[2]) + s[3], m[0])
+    return re.sub(r'<table class="[^"]*\bcontract\b.*?</table>', table, body, flags=re.S)
+
+
+def rewrite_html(app, pagename, templatename, context, doctree) -> None:
+    """``html-page-context``: link citations inside code blocks (``<pre>``:
+    quoted headers and the files' own pages), and insert word-break
+    opportunities into the contract table's identifiers."""
+    body = context.get("body")
+    if not body:
+        return
+    body = re.sub(r"(<pre[^>]*>)(.*?)(</pre>)",
+                  lambda m: m[1] + _link_text_segments(m[2], app.config) + m[3], body, flags=re.S)
+    context["body"] = _wbr_in_contract_tables(body)
+
+
+# --------------------------------------------------------------- the contract table
+def contract_row_ids(app, doctree) -> None:
+    """``doctree-read``: give each body row of a ``contract`` table an id,
+    ``contract-`` and the first name of its first cell (``contract-drain-now``),
+    put a permalink (¶) in that cell, and register the id as a label, so that
+    other pages can link a row with ``:ref:``."""
+    std = app.env.domains.standard_domain
+    docname = app.env.docname
+    for table in doctree.findall(nodes.table):
+        if "contract" not in table["classes"]:
+            continue
+        for tbody in table.findall(nodes.tbody):
+            for row in tbody.findall(nodes.row):
+                first = row.children[0]
+                name = re.split(r"[\s,(]", first.astext().strip().split("::")[-1], maxsplit=1)[0]
+                name = name.split(".")[-1] or "row"
+                rid = nodes.make_id("contract-" + name)
+                if rid in doctree.ids:
+                    continue
+                row["ids"].append(rid)
+                doctree.ids[rid] = row
+                title = first.astext().strip().replace("\n", " ")
+                std.anonlabels[rid] = (docname, rid)
+                std.labels[rid] = (docname, rid, title)
+                link = nodes.reference("", "\u00b6", refid=rid, classes=["headerlink", "dc-row-link"],
+                                       reftitle="Link to this row")
+                para = first.children[-1] if first.children and isinstance(first.children[-1],
+                                                                             nodes.paragraph) else None
+                if para is not None:
+                    para += nodes.Text(" ")
+                    para += link
+
+
+# --------------------------------------------------------------- Python API
+def _public_signature(obj, name: str) -> re.Match | None:
+    """The hand-written signature of a pybind11 function, if it has one.
+
+    pybind11 puts a generated signature on the first line of ``__doc__``, in
+    the extension module's private names (``deferred_cleanup._native.Graph``,
+    ``typing.SupportsInt``); the package's docstrings follow it with one in
+    the public names (``attach(obj: object, finalizer: Callable[[object],
+    None] | None = None) -> None``).  Returns the match of that second line
+    (groups ``args`` and ``ret``), or None."""
+    doc = getattr(obj, "__doc__", None)
+    if not isinstance(doc, str):
+        return None
+    lines = [l.strip() for l in doc.splitlines() if l.strip()]
+    short = name.rsplit(".", 1)[-1]
+    if len(lines) < 2 or not lines[0].startswith(short + "(") or "_native." not in lines[0] + lines[1] and \
+            not lines[1].startswith(short + "("):
+        return None
+    return re.fullmatch(rf"{re.escape(short)}\((?P<args>.*)\)(?:\s*->\s*(?P<ret>.+))?", lines[1])
+
+
+def public_signature(app, what, name, obj, options, signature, return_annotation):
+    """``autodoc-process-signature``: show a pybind11 function once, with the
+    signature its docstring gives in public types (see
+    :func:`_public_signature`), instead of pybind11's own."""
+    m = _public_signature(obj, name)
+    if m is None:
+        return None
+    return f"({m['args']})", m["ret"]
+
+
+def drop_signature_lines(app, what, name, obj, options, lines: list[str]) -> None:
+    """``autodoc-process-docstring``: remove the public signature line that
+    :func:`public_signature` moved into the heading, so it is not shown twice."""
+    if _public_signature(obj, name) is None:
+        return
+    short = name.rsplit(".", 1)[-1]
+    for i, line in enumerate(lines):
+        if line.strip().startswith(short + "("):
+            del lines[i]
+            while i < len(lines) and not lines[i].strip():
+                del lines[i]
+            return
+
+
+def hide_pybind_base(app, name, obj, options, bases: list) -> None:
+    """``autodoc-process-bases``: pybind11's common base class is an
+    implementation detail, not part of the API."""
+    bases[:] = [b for b in bases if getattr(b, "__name__", "") != "pybind11_object"]
+
+
 def raises_nothing(app, what, name, obj, options, lines: list[str]) -> None:
     """The package's docstrings say ``Raises:`` / ``Nothing.`` when a function
     raises nothing; napoleon would read "Nothing." as an exception type.  Turn
@@ -439,6 +869,31 @@ def raises_nothing(app, what, name, obj, options, lines: list[str]) -> None:
         i += 1
 
 
+class CPythonChanged(SphinxDirective):
+    """``.. cpython-changed:: 3.13``: a ``versionchanged`` note about CPython's
+    behaviour, labelled "Changed in CPython 3.13" (the plain directive's
+    "Changed in version" would read as this project's version)."""
+
+    has_content = True
+    required_arguments = 1
+    optional_arguments = 1
+    final_argument_whitespace = True
+
+    def run(self):
+        from sphinx.domains.changeset import VersionChange
+
+        inner = VersionChange("versionchanged", self.arguments, self.options, self.content, self.lineno,
+                              self.content_offset, self.block_text, self.state, self.state_machine)
+        out = inner.run()
+        for node in out:
+            for label in node.findall(nodes.inline):
+                if "versionmodified" in label["classes"]:
+                    label.clear()
+                    label += nodes.Text(f"Changed in CPython {self.arguments[0]}: ")
+                    break
+        return out
+
+
 def setup(app: Sphinx):
     app.setup_extension("sphinx.ext.autodoc")  # for autodoc-process-docstring below
     app.setup_extension("sphinx.ext.graphviz")  # the sequence directive makes graphviz nodes
@@ -446,11 +901,25 @@ def setup(app: Sphinx):
     app.add_config_value("dc_doxygen_output", str(REPO / "build" / "docs" / "doxygen"), "env")
     app.connect("builder-inited", run_doxygen)
     app.add_role("repo-file", repo_file_role)
+    app.add_node(repo_file_ref)
+    app.add_config_value("dc_repo_url", "", "env")
+    app.connect("env-purge-doc", purge_repo_files)
+    app.connect("env-merge-info", merge_repo_files)
+    app.connect("doctree-resolved", resolve_repo_files)
+    app.connect("html-collect-pages", repo_pages)
     app.add_directive("probe-matrix", ProbeMatrix)
     app.add_directive("component-quotes", ComponentQuotes)
     app.add_directive("sequence", Sequence)
     app.add_directive("doxygen-header", DoxygenHeader)
     app.add_directive("include-graph", IncludeGraph)
+    app.add_directive("cpython-changed", CPythonChanged)
+    app.setup_extension("dc_gpu_compare")  # the gpu-compare-table directive (docs/_ext/dc_gpu_compare.py)
     app.connect("missing-reference", resolve_header_links)
+    app.connect("doctree-resolved", link_citations)
+    app.connect("html-page-context", rewrite_html)
+    app.connect("doctree-read", contract_row_ids)
     app.connect("autodoc-process-docstring", raises_nothing, priority=400)  # before napoleon (500)
+    app.connect("autodoc-process-docstring", drop_signature_lines, priority=300)
+    app.connect("autodoc-process-signature", public_signature)
+    app.connect("autodoc-process-bases", hide_pybind_base)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -53,6 +53,36 @@ def interpreters(data: Any) -> tuple[list[dict], list[str], str]:
     return data, missing, free_threaded
 
 
+def free_threaded_line(results: list[dict], said: str = "") -> str:
+    """What the measured interpreters say about free-threaded builds.
+
+    Args:
+        results (list[dict]): the per-interpreter results; each interpreter's
+            metadata may carry ``gil_disabled`` (bool, ``Py_GIL_DISABLED``).
+        said (str): what the JSON file itself says (``free_threaded``), used
+            only when no interpreter carries ``gil_disabled``.
+
+    Returns:
+        str: one reStructuredText sentence derived from the interpreters
+        actually measured (the free-threaded ones by name, or "none of the N
+        measured"); the file's own text when no interpreter says; "" when
+        neither does.
+
+    Raises:
+        Nothing.
+    """
+    known = [r["interpreter"] for r in results if "gil_disabled" in r.get("interpreter", {})]
+    if not known:
+        return f"Free-threaded build (``Py_GIL_DISABLED``): {_cell(said)}." if said else ""
+    ft = [str(i.get("name", "?")) for i in known if i.get("gil_disabled")]
+    if ft:
+        names = ", ".join(f"``{n}``" for n in ft)
+        return (f"Free-threaded build (``Py_GIL_DISABLED``): measured on {names} ({len(ft)} of the "
+                f"{len(known)} interpreters).")
+    return (f"Free-threaded build (``Py_GIL_DISABLED``): none of the {len(known)} interpreters measured is "
+            "one, so no column here says anything about free-threaded CPython.")
+
+
 def _version(result: dict) -> tuple[int, int]:
     it = result.get("interpreter", {})
     if "version_info" in it:
@@ -154,8 +184,9 @@ def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
     out = [summary, ""]
     if missing:
         out += ["Interpreters the probe could not run:", ""] + [f"* {_cell(m)}" for m in missing] + [""]
-    if free_threaded:
-        out += [f"Free-threaded build (``Py_GIL_DISABLED``): {_cell(free_threaded)}.", ""]
+    ft_line = free_threaded_line(results, free_threaded)
+    if ft_line:
+        out += [ft_line, ""]
     out += lines
     burst = [r for r in results if isinstance(r.get("reference_burst"), dict)]
     if burst:

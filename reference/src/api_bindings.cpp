@@ -79,7 +79,7 @@ std::unique_ptr<PyGraph> create_graph(const std::shared_ptr<Driver>& d) {
 /// A CUDA driver with its info, as one Driver for the bindings.
 class CudaDriverBox final : public Driver {
  public:
-  CudaDriverBox() : inner_(make_cuda_driver(&info_)) {}
+  explicit CudaDriverBox(const CudaOptions& o) : inner_(make_cuda_driver(&info_, o)) {}
   const char* name() const noexcept override { return "cuda"; }
   GraphHandle create_graph() override { return inner_->create_graph(); }
   AttachResult attach(GraphHandle g, DestructorFn fn, void* arg) override { return inner_->attach(g, fn, arg); }
@@ -93,8 +93,16 @@ class CudaDriverBox final : public Driver {
 };
 
 // GC protocol of Graph (pybind11 custom_type_setup; CPython
-// Doc/c-api/gcsupport.rst): visit the objects of the payloads this graph
-// still owns; clear = destroy the driver graph.
+// Doc/c-api/gcsupport.rst and PEP 442).  tp_traverse visits the objects of
+// the payloads an undestroyed graph owns, so a cycle through C++ is found.
+// The collector first calls tp_finalize on the unreachable objects: ours
+// destroys the driver graph, after which the payloads belong to the user
+// objects' destructors and the queue, no longer to the graph, and traverse
+// visits nothing.  The collector then sees the payloads' objects referenced
+// from outside the cycle (resurrected) and clears none of them; the drain
+// later releases them on the main thread and the graph dies by reference
+// count.  Clearing them instead (tp_clear of the objects) would hand the
+// finalizer a cleared object, or run a cleared function.
 int graph_traverse(PyObject* self, visitproc visit, void* arg) {
 #if PY_VERSION_HEX >= 0x03090000
   Py_VISIT(Py_TYPE(self));  // heap types must visit their type
@@ -109,14 +117,22 @@ int graph_traverse(PyObject* self, visitproc visit, void* arg) {
   return 0;
 }
 
-int graph_clear(PyObject* self) {
-  if (!py::detail::is_holder_constructed(self)) return 0;
-  auto& g = py::cast<PyGraph&>(py::handle(self));
+void graph_destroy_quietly(PyObject* self) {
+  if (!py::detail::is_holder_constructed(self)) return;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);  // tp_finalize must leave the error state alone
   try {
-    g.destroy_once();
+    py::cast<PyGraph&>(py::handle(self)).destroy_once();
   } catch (...) {
     // The collector cannot take an exception; the graph is marked destroyed.
   }
+  PyErr_Restore(type, value, tb);
+}
+
+void graph_finalize(PyObject* self) { graph_destroy_quietly(self); }
+
+int graph_clear(PyObject* self) {
+  graph_destroy_quietly(self);  // normally done by tp_finalize already
   return 0;
 }
 
@@ -169,6 +185,7 @@ void register_api(py::module_& m) {
                                     type->tp_flags |= Py_TPFLAGS_HAVE_GC;
                                     type->tp_traverse = &graph_traverse;
                                     type->tp_clear = &graph_clear;
+                                    type->tp_finalize = &graph_finalize;
                                   }),
                                   "A graph of a driver; created by Driver.create_graph().");
 
@@ -240,13 +257,14 @@ void register_api(py::module_& m) {
           "to hand it to the graph (its destructor fires; DriverError raised). Raises ValueError for n < 0.")
       .def(
           "_test_fail_thread_starts",
-          [](SimulatedDriver& d, int n) {
-            if (n < 0) throw py::value_error("_test_fail_thread_starts: n must be >= 0");
-            d.fail_next_thread_starts(n);
+          [](SimulatedDriver& d, int n, int after) {
+            if (n < 0 || after < 0) throw py::value_error("_test_fail_thread_starts: n and after must be >= 0");
+            d.fail_next_thread_starts(n, after);
           },
-          py::arg("n"),
-          "_test_fail_thread_starts(n: int) -> None\n\nThe next n native threads this driver starts fail as "
-          "if the system refused (std::system_error, EAGAIN).")
+          py::arg("n"), py::arg("after") = 0,
+          "_test_fail_thread_starts(n: int, after: int = 0) -> None\n\nAfter `after` more successful starts, "
+          "the next n native threads this driver starts fail as if the system refused (std::system_error, "
+          "EAGAIN).")
       .def(
           "_test_fail_message_alloc",
           [](SimulatedDriver& d, int n) {
@@ -272,13 +290,17 @@ void register_api(py::module_& m) {
 
   py::class_<CudaDriverBox, Driver, std::shared_ptr<CudaDriverBox>>(
       m, "CudaDriver",
-      "CudaDriver()\n\nThe CUDA driver API, opened at run time (dlopen libcuda.so.1, cuGetProcAddress), on "
-      "device 0's primary context. Raises DriverUnavailable naming the reason (no cuda.h at build time, no "
-      "libcuda, cuInit failure, no device).")
-      .def(py::init([] {
-        entry();
-        return std::make_shared<CudaDriverBox>();
-      }))
+      "CudaDriver(spin_us: int = 0)\n\nThe CUDA driver API, opened at run time (dlopen libcuda.so.1, "
+      "cuGetProcAddress), on device 0's primary context. spin_us > 0 (microseconds): every graph also holds "
+      "one kernel node spinning that long before its empty node, so a launch keeps its user objects alive "
+      "that long. Raises DriverUnavailable naming the reason (no cuda.h at build time, no libcuda, cuInit "
+      "failure, no device), DriverError (spin kernel failed to load), ValueError (spin_us < 0).")
+      .def(py::init([](long long spin_us) {
+             entry();
+             if (spin_us < 0) throw py::value_error("CudaDriver: spin_us must be >= 0 microseconds");
+             return std::make_shared<CudaDriverBox>(CudaOptions{static_cast<std::uint64_t>(spin_us)});
+           }),
+           py::arg("spin_us") = 0)
       .def_property_readonly(
           "driver_version", [](const CudaDriverBox& d) { return d.info().driver_version; },
           "int: cuDriverGetVersion (e.g. 12080 for 12.8).")

@@ -12,6 +12,12 @@
 // reference to the graph.  CUDA calls the destructor on an internal thread
 // once the graph and every executable graph instantiated from it are
 // destroyed (and any launch using them is complete).
+//
+// Spin option (CudaOptions::spin_us > 0): every graph gets one kernel node
+// that spins on %globaltimer for spin_us microseconds, before its empty node,
+// so a launch from instantiate() keeps the graph's user objects alive for that
+// long and their destructors run on CUDA's thread after it (used by
+// tools/gpu_compare.py to line our driver up with cuda-core's graphs).
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -27,7 +33,7 @@ namespace deferred_cleanup {
 
 #if !DC_HAVE_CUDA_H
 
-std::unique_ptr<Driver> make_cuda_driver(CudaInfo*) {
+std::unique_ptr<Driver> make_cuda_driver(CudaInfo*, const CudaOptions&) {
   throw DriverUnavailable("cuda driver: the extension was built without cuda.h (CUDA toolkit not found by CMake)");
 }
 
@@ -60,6 +66,18 @@ using PFN_graphLaunch = CUresult (*)(CUgraphExec, CUstream);
 using PFN_streamSynchronize = CUresult (*)(CUstream);
 using PFN_graphExecDestroy = CUresult (*)(CUgraphExec);
 using PFN_graphDestroy = CUresult (*)(CUgraph);
+using PFN_moduleLoadData = CUresult (*)(CUmodule*, const void*);
+using PFN_moduleGetFunction = CUresult (*)(CUfunction*, CUmodule, const char*);
+using PFN_moduleUnload = CUresult (*)(CUmodule);
+#if CUDA_VERSION >= 12000
+// cuGetProcAddress("cuGraphAddKernelNode", 12000) returns the _v2 entry point,
+// which takes CUDA_KERNEL_NODE_PARAMS_v2 (cudaTypedefs.h,
+// PFN_cuGraphAddKernelNode_v12000).
+using PFN_graphAddKernelNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t,
+                                            const CUDA_KERNEL_NODE_PARAMS_v2*);
+#else
+using PFN_graphAddKernelNode = void*;
+#endif
 using PFN_getErrorName = CUresult (*)(CUresult, const char**);
 using PFN_getErrorString = CUresult (*)(CUresult, const char**);
 
@@ -67,9 +85,39 @@ using PFN_getErrorString = CUresult (*)(CUresult, const char**);
 // cuGraphInstantiateWithFlags: 11.4; cuGetProcAddress_v2: 12.0).
 constexpr int kApiVersion = 12000;
 
+// The spin kernel: `extern "C" __global__ void dc_spin(unsigned long long ns)`
+// reads %globaltimer (nanoseconds) until ns have passed.  Generated from that
+// CUDA C++ (two `asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t))` reads
+// and a do/while on their difference) with `nvcc -ptx -arch=compute_75`
+// (CUDA 13.0), comments dropped and `.version 9.0` lowered to 7.0 so that
+// drivers from CUDA 11.0 on can JIT it (checked with `ptxas -arch=sm_75` and
+// `-arch=sm_90`).  PTX ISA: "Special Registers: %globaltimer".
+constexpr const char* kSpinPtx = R"ptx(
+.version 7.0
+.target sm_75
+.address_size 64
+
+.visible .entry dc_spin(
+	.param .u64 dc_spin_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b64 	%rd<6>;
+
+	ld.param.u64 	%rd2, [dc_spin_param_0];
+	mov.u64 %rd3, %globaltimer;
+$L__BB0_1:
+	mov.u64 %rd4, %globaltimer;
+	sub.s64 	%rd5, %rd4, %rd3;
+	setp.lt.u64 	%p1, %rd5, %rd2;
+	@%p1 bra 	$L__BB0_1;
+	ret;
+}
+)ptx";
+
 class CudaDriver final : public Driver {
  public:
-  explicit CudaDriver(CudaInfo* info) {
+  CudaDriver(CudaInfo* info, const CudaOptions& options) : spin_ns_(options.spin_us * 1000ull) {
     lib_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib_ == nullptr) {
       const char* why = dlerror();
@@ -103,6 +151,17 @@ class CudaDriver final : public Driver {
     load(stream_synchronize_, "cuStreamSynchronize");
     load(graph_exec_destroy_, "cuGraphExecDestroy");
     load(graph_destroy_, "cuGraphDestroy");
+    if (spin_ns_ != 0) {
+#if CUDA_VERSION >= 12000
+      load(module_load_data_, "cuModuleLoadData");
+      load(module_get_function_, "cuModuleGetFunction");
+      load(module_unload_, "cuModuleUnload");
+      load(graph_add_kernel_node_, "cuGraphAddKernelNode");
+#else
+      throw DriverUnavailable(
+          "cuda driver: spin_us needs cuda.h from CUDA 12.0 or later at build time");
+#endif
+    }
 
     CUresult rc = init_(0);
     if (rc != CUDA_SUCCESS) throw DriverUnavailable("cuda driver: cuInit failed: " + describe(rc));
@@ -120,6 +179,11 @@ class CudaDriver final : public Driver {
       check(device_get_name_(name, static_cast<int>(sizeof name) - 1, device_), "cuDeviceGetName");
       info->device_name = name;
     }
+    if (spin_ns_ != 0) {
+      // The driver JIT-compiles the PTX for device 0 (cuModuleLoadData).
+      check(module_load_data_(&module_, kSpinPtx), "cuModuleLoadData (spin kernel PTX)");
+      check(module_get_function_(&spin_fn_, module_, "dc_spin"), "cuModuleGetFunction(dc_spin)");
+    }
   }
 
   ~CudaDriver() override {
@@ -128,6 +192,7 @@ class CudaDriver final : public Driver {
       destroy_graph(g);
     }
     stream_synchronize_(nullptr);  // launches still in flight complete before the context is released
+    if (module_ != nullptr) module_unload_(module_);
     if (have_ctx_) primary_release_(device_);
   }
 
@@ -137,8 +202,27 @@ class CudaDriver final : public Driver {
     check(ctx_set_current_(ctx_), "cuCtxSetCurrent");
     Entry e;
     check(graph_create_(&e.graph, 0), "cuGraphCreate");
+    CUgraphNode spin = nullptr;
+#if CUDA_VERSION >= 12000
+    if (spin_ns_ != 0) {
+      unsigned long long ns = spin_ns_;
+      void* params[] = {&ns};  // copied by cuGraphAddKernelNode
+      CUDA_KERNEL_NODE_PARAMS_v2 p{};
+      p.func = spin_fn_;
+      p.gridDimX = p.gridDimY = p.gridDimZ = 1;
+      p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+      p.kernelParams = params;
+      const CUresult krc = graph_add_kernel_node_(&spin, e.graph, nullptr, 0, &p);
+      if (krc != CUDA_SUCCESS) {
+        graph_destroy_(e.graph);
+        throw DriverError("cuda driver: cuGraphAddKernelNode (spin kernel) failed: " +
+                          describe(krc));
+      }
+    }
+#endif
     CUgraphNode node = nullptr;
-    const CUresult rc = graph_add_empty_node_(&node, e.graph, nullptr, 0);
+    const CUresult rc =
+        graph_add_empty_node_(&node, e.graph, spin != nullptr ? &spin : nullptr, spin != nullptr ? 1 : 0);
     if (rc != CUDA_SUCCESS) {
       graph_destroy_(e.graph);
       throw DriverError("cuda driver: cuGraphAddEmptyNode failed: " + describe(rc));
@@ -266,6 +350,13 @@ class CudaDriver final : public Driver {
   PFN_streamSynchronize stream_synchronize_ = nullptr;
   PFN_graphExecDestroy graph_exec_destroy_ = nullptr;
   PFN_graphDestroy graph_destroy_ = nullptr;
+  PFN_moduleLoadData module_load_data_ = nullptr;
+  PFN_moduleGetFunction module_get_function_ = nullptr;
+  PFN_moduleUnload module_unload_ = nullptr;
+  PFN_graphAddKernelNode graph_add_kernel_node_ = nullptr;
+  unsigned long long spin_ns_ = 0;
+  CUmodule module_ = nullptr;
+  CUfunction spin_fn_ = nullptr;
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
   bool have_ctx_ = false;
@@ -275,7 +366,9 @@ class CudaDriver final : public Driver {
 
 }  // namespace
 
-std::unique_ptr<Driver> make_cuda_driver(CudaInfo* info) { return std::make_unique<CudaDriver>(info); }
+std::unique_ptr<Driver> make_cuda_driver(CudaInfo* info, const CudaOptions& options) {
+  return std::make_unique<CudaDriver>(info, options);
+}
 
 #endif  // DC_HAVE_CUDA_H
 

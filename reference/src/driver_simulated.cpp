@@ -21,6 +21,13 @@ namespace deferred_cleanup {
 SimulatedDriver::SimulatedDriver() { worker_ = start_thread([this] { worker(); }); }
 
 std::thread SimulatedDriver::start_thread(std::function<void()> fn) {
+  int ok = succeed_thread_starts_.load(std::memory_order_relaxed);  // test setting
+  while (ok > 0) {
+    // One pass per allowed start; orders nothing else.
+    if (succeed_thread_starts_.compare_exchange_weak(ok, ok - 1, std::memory_order_relaxed)) {
+      return std::thread(std::move(fn));
+    }
+  }
   int n = fail_thread_starts_.load(std::memory_order_relaxed);  // test setting
   while (n > 0) {
     // One failure per injected count; orders nothing else.
@@ -271,8 +278,9 @@ void SimulatedDriver::fail_next_retains(int n) {
   fail_retains_ = n;
 }
 
-void SimulatedDriver::fail_next_thread_starts(int n) {
-  fail_thread_starts_.store(n, std::memory_order_relaxed);  // test setting
+void SimulatedDriver::fail_next_thread_starts(int n, int after) {
+  succeed_thread_starts_.store(after, std::memory_order_relaxed);  // test setting
+  fail_thread_starts_.store(n, std::memory_order_relaxed);         // test setting
 }
 
 void SimulatedDriver::fail_next_message_allocs(int n) {

@@ -66,9 +66,10 @@ class SimulatedDriver final : public Driver {
   /// The next `n` attach() calls create the user object, then fail to hand it
   /// to the graph (the destructor then fires at once).
   void fail_next_retains(int n);
-  /// Test hook: the next `n` native threads this driver starts fail with
-  /// std::system_error (EAGAIN), as when the system refuses a thread.
-  void fail_next_thread_starts(int n);
+  /// Test hook: after `after` more successful starts, the next `n` native
+  /// threads this driver starts fail with std::system_error (EAGAIN), as
+  /// when the system refuses a thread.
+  void fail_next_thread_starts(int n, int after = 0);
   /// Test hook: the next `n` error messages attach() builds throw
   /// std::bad_alloc while being built (before any ownership changes hands).
   void fail_next_message_allocs(int n);
@@ -125,6 +126,7 @@ class SimulatedDriver final : public Driver {
   int fail_creates_ = 0;
   int fail_retains_ = 0;
   std::atomic<int> fail_thread_starts_{0};
+  std::atomic<int> succeed_thread_starts_{0};  // before fail_thread_starts_ applies
   int fail_message_allocs_ = 0;
   std::uint64_t lost_in_fork_ = 0;
   std::size_t running_ = 0;  // destructor calls running now (worker + bursts)
@@ -140,9 +142,20 @@ struct CudaInfo {
   std::string device_name;  ///< cuDeviceGetName of device 0
 };
 
+/// Options of the CUDA driver.
+struct CudaOptions {
+  /// When > 0, every graph gets one kernel node (one thread) that spins on
+  /// %globaltimer for this many microseconds, before its empty node: a launch
+  /// keeps the graph's user objects alive at least that long.  0: no kernel.
+  std::uint64_t spin_us = 0;
+};
+
 /// Create the CUDA driver.  Throws DriverUnavailable naming the reason when
-/// cuda.h was missing at build time, libcuda.so.1 cannot be opened, an entry
-/// point is missing, cuInit fails or there is no device.
-std::unique_ptr<Driver> make_cuda_driver(CudaInfo* info);
+/// cuda.h was missing at build time (or older than CUDA 12.0 with spin_us >
+/// 0), libcuda.so.1 cannot be opened, an entry point is missing, cuInit fails
+/// or there is no device; DriverError when the spin kernel's PTX does not load.
+/// Thread: the main thread.  Blocking: cuInit and the PTX JIT may take a
+/// while.  Source: CUDA Driver API cuModuleLoadData, cuGraphAddKernelNode.
+std::unique_ptr<Driver> make_cuda_driver(CudaInfo* info, const CudaOptions& options = {});
 
 }  // namespace deferred_cleanup

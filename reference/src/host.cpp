@@ -32,6 +32,7 @@
 #include "host.hpp"
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>  // destructor_threads() returns a std::vector
 #include <pthread.h>
 #include <unistd.h>
 
@@ -68,7 +69,24 @@ namespace {
 // before the producer read g_torn_down (store buffering, as in the gate).
 std::atomic<std::uint32_t> g_in_host{0};
 
+// Whether the main thread is inside one of our pending calls now (main
+// thread only).  A child forked by another thread meanwhile inherits
+// CPython's "a thread is handling pending calls" state and, on the versions
+// where that state is a flag that nothing resets after fork, never runs a
+// pending call again (measured: CPython 3.12.1; docs Caveats, fork()).
+bool g_in_pending_call = false;
+PendingCallFn g_core_pending_call = nullptr;  // the variant's pending_call<P>, set at import
+
+int host_trampoline(void* arg) {
+  const bool outer = g_in_pending_call;  // a cleanup may run a nested pending call
+  g_in_pending_call = true;
+  const int rc = g_core_pending_call(arg);
+  g_in_pending_call = outer;
+  return rc;
+}
+
 int host_add_pending_call(PendingCallFn fn, void* arg) {
+  (void)fn;  // always the variant's pending_call<P> (g_core_pending_call), called by host_trampoline
   // Announces us to the backstop's wait (seq_cst; see g_in_host).
   g_in_host.fetch_add(1, std::memory_order_seq_cst);
   // Written once by the backstop (seq_cst).
@@ -78,7 +96,7 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
   }
   int rc = 0;
   if (!test_hook_lose_call()) {
-    rc = Py_AddPendingCall(fn, arg);
+    rc = Py_AddPendingCall(&host_trampoline, arg);
   }
   // Read by the backstop's wait.
   g_in_host.fetch_sub(1, std::memory_order_release);
@@ -424,6 +442,12 @@ std::uint64_t payloads_in_live_graphs() {
   return n;
 }
 
+std::uint64_t graphs_alive() {
+  std::uint64_t n = 0;
+  for (const PyGraph* g : g_live_graphs) n += g->destroyed ? 0 : 1;
+  return n;
+}
+
 PyGraph::PyGraph() { g_live_graphs.insert(this); }
 
 PyGraph::~PyGraph() {
@@ -488,6 +512,7 @@ py::dict counters() {
     d["cleanups_after_shutdown"] = r(c.cleanups_after_shutdown);
     d["host_calls_after_teardown"] = r(c.host_calls_after_teardown);
     d["deferred_interrupts"] = r(c.deferred_interrupts);
+    d["forks_in_pending_call"] = r(c.forks_in_pending_call);
     d["last_destructor_thread"] = c.last_destructor_thread.load(std::memory_order_relaxed);
     d["main_thread"] = g_main_ident;
     d["queue_empty"] = q.empty_snapshot();
@@ -495,7 +520,7 @@ py::dict counters() {
     d["accepting"] = q.accepting();
     d["host_alive"] = q.host_alive();
     d["destructors_due"] = destructors_due();
-    d["graphs_alive"] = static_cast<std::uint64_t>(g_live_graphs.size());
+    d["graphs_alive"] = graphs_alive();
     d["payloads_in_live_graphs"] = payloads_in_live_graphs();
     using P = typename std::remove_reference_t<decltype(q)>::Policy;
     if constexpr (P::gate) {
@@ -541,7 +566,7 @@ py::dict exit_hook() {
   g_exit.drained_while_waiting = drained;
   g_exit.awaited_us = static_cast<std::uint64_t>((now_ns() - start) / 1000);
   g_exit.destructors_not_run = destructors_due();
-  g_exit.graphs_alive = g_live_graphs.size();
+  g_exit.graphs_alive = graphs_alive();
   g_exit.payloads_in_live_graphs = payloads_in_live_graphs();
   // 1.-4. Close, wait out the gate, final drain, host dead (shutdown.hpp).
   const ShutdownOutcome out = shutdown_at_exit(q, kDefaultGateBound);
@@ -567,6 +592,12 @@ void after_fork_child() {
   const unsigned long me = PyThread_get_thread_ident();
   const bool same = me == g_main_ident;
   g_main_ident = me;  // the forking thread is the child's main thread
+  if (g_in_pending_call && !same) {
+    // CPython may never run a pending call in this child (see
+    // g_in_pending_call); entry points still drain directly (reference).
+    g_counters.forks_in_pending_call.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    g_in_pending_call = false;
+  }
   with_queue([same](auto& q) {
     q.reset_after_fork(same);
   });
@@ -579,6 +610,7 @@ void after_fork_child() {
       if (auto d = w.lock()) all.push_back(std::move(d));
   }
   for (auto& d : all) d->after_fork_child();
+  test_hooks_after_fork();
   // Items queued in the parent are the child's own copies: schedule their
   // drain in the child (see Caveats, fork()).
   with_queue([](auto& q) {
@@ -623,6 +655,10 @@ void init_host(py::module_& m) {
     throw py::value_error("DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2', not '" +
                           name + "'");
   }
+  g_core_pending_call = with_queue([](auto& q) -> PendingCallFn {
+    using P = typename std::remove_reference_t<decltype(q)>::Policy;
+    return &pending_call<P>;
+  });
   g_main_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
   const char* stats_path = std::getenv("DC_STATS_AT_EXIT");
   if (stats_path != nullptr) std::snprintf(g_stats_path, sizeof g_stats_path, "%s", stats_path);

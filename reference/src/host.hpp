@@ -89,6 +89,7 @@ struct HostCounters {
   std::atomic<std::uint64_t> cleanups_after_shutdown{0};
   std::atomic<std::uint64_t> host_calls_after_teardown{0};
   std::atomic<std::uint64_t> deferred_interrupts{0};  // KeyboardInterrupt/SystemExit re-raised
+  std::atomic<std::uint64_t> forks_in_pending_call{0};  // child forked while main ran our pending call
   std::atomic<unsigned long> last_destructor_thread{0};
   std::atomic<std::int64_t> last_cleanup_ns{0};
   std::atomic<bool> shutdown_done{false};
@@ -151,6 +152,9 @@ extern std::unordered_set<PyGraph*> g_live_graphs;
 /// Payloads owned by live, undestroyed graphs.
 std::uint64_t payloads_in_live_graphs();
 
+/// Graphs not destroyed yet (their Python objects alive).
+std::uint64_t graphs_alive();
+
 // ---------------------------------------------------------------- blocking
 /// Validate a timeout in seconds: finite, >= 0, at most one year.
 /// Raises ValueError naming `what` otherwise.
@@ -197,5 +201,6 @@ void test_hook_in_gate(const void* queue);   // Host::in_gate
 bool test_hook_lose_call();                  // true: pretend the call was accepted, drop it
 void test_hooks_at_backstop();               // release a held producer, wait for it
 int test_gate_hook_passes();                 // producers that went through the armed hook
+void test_hooks_after_fork();                // reset the hooks' state in a fork() child
 
 }  // namespace deferred_cleanup::host

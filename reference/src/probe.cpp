@@ -389,7 +389,7 @@ namespace deferred_cleanup::bindings {
 
 /// Bind the probe's measuring steps as deferred_cleanup._native.probe.
 /// Thread: main, at import.  Blocks: no.  Memory ordering: n/a.
-/// Errors: pybind11 raises on binding failure.  Source: issue 2 of this project.
+/// Errors: pybind11 raises on binding failure.  Source: Py_AddPendingCall, Python/ceval_gil.c v3.12.0 (what the probe measures).
 void register_probe(pybind11::module_& m) {
   m.def("now_ms", &now_ms, "Steady-clock milliseconds since the module loaded (float).");
   m.def("step", [] { g_step.fetch_add(1, std::memory_order_relaxed); },  // GIL-ordered, see g_step

@@ -18,6 +18,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <new>
 #include <thread>
 
 #include "host.hpp"
@@ -139,6 +140,16 @@ void test_hooks_at_backstop() {
   // the host, which the backstop waits for too.
   std::unique_lock<std::mutex> lk(g_hold.mu);
   g_hold.cv.wait_for(lk, std::chrono::seconds(5), [] { return !g_hold.held; });
+}
+
+void test_hooks_after_fork() {
+  // The child has one thread: a producer held in the parent does not exist
+  // here.  New lock and condition variable; nothing held, nothing armed.
+  new (&g_hold.mu) std::mutex;
+  new (&g_hold.cv) std::condition_variable;
+  g_hold.held = false;
+  g_hold.armed = false;
+  g_hold_armed.store(false, std::memory_order_relaxed);  // one thread in the child
 }
 
 int test_gate_hook_passes() {

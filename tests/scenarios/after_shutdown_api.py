@@ -22,6 +22,7 @@ class Late:
         self.dc = dc
         self.json = json
         self.sys = sys
+        self.open = open  # builtins may be gone by the time __del__ runs
         self.driver = dc.SimulatedDriver()
         self.driver._test_release_at_exit(1)  # keep the driver alive until the backstop waits for it
         self.obj = object()
@@ -47,7 +48,7 @@ class Late:
             out["drain_now"] = "ShutdownError"
         self.g2.destroy()  # its user object dies now: pushed, never cleaned, counted as leaked
         out["destroy"] = "ok"
-        with open(path, "w") as f:
+        with self.open(path, "w") as f:
             self.json.dump(out, f)
 
 

@@ -109,7 +109,9 @@ std::size_t drain_all(BasicQueue<P>& q) noexcept {
 
 /// The pending-call function of policy P.
 ///
-/// reference: count the call as run; clear scheduled_, then drain.
+/// reference: account for the call (its token says whether it is the
+/// claim's call); the claim's call clears scheduled_, then drains; a call a
+/// re-arm superseded only drains.
 /// seed, cuda-core-1.2: if the host is finalizing, stop accepting, clear and
 /// return (leaking the queue, as shipped); otherwise take until empty, clear,
 /// re-check head_ and reschedule when it is not empty.
@@ -129,25 +131,37 @@ std::size_t drain_all(BasicQueue<P>& q) noexcept {
 /// Source: Python/ceval_gil.c make_pending_calls (v3.12.0): a non-zero
 /// return means "an exception is set"; cuda-python PR #2371;
 /// cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0, drain().
-/// @param arg the BasicQueue<P>* given to add_pending_call
+/// @param arg the reference's CallToken*, or the comparison variants'
+///        BasicQueue<P>*, given to add_pending_call
 /// @return 0, or -1 with an exception set by the host
 template <class P>
 int pending_call(void* arg) noexcept {
-  BasicQueue<P>& q = *static_cast<BasicQueue<P>*>(arg);
+  BasicQueue<P>* qp = nullptr;
+  bool current = true;  // this call clears scheduled_
+  if constexpr (P::rearm) {
+    auto* token = static_cast<typename BasicQueue<P>::CallToken*>(arg);
+    qp = token->queue;
+    // Read the sequence number before anything else (slots are reused).
+    current = qp->call_ran(token->seq.load(std::memory_order_relaxed));
+  } else {
+    qp = static_cast<BasicQueue<P>*>(arg);
+  }
+  BasicQueue<P>& q = *qp;
   const Host& host = q.host();
   if constexpr (P::drain_shape == DrainShape::clear_then_take) {
-    if constexpr (P::rearm) {
-      q.call_gone();
-    }
     if (!q.host_alive()) {
       q.stats.pending_calls_ignored.fetch_add(1, std::memory_order_relaxed);  // statistics only
       return 0;
     }
     q.stats.drain_cycles.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    if constexpr (P::rearm) {
-      q.set_claimed_at(0);
+    if (current) {
+      if constexpr (P::rearm) {
+        q.set_claimed_at(0);
+      }
+      q.clear();  // before the take: consumer half of the store-buffering pair
     }
-    q.clear();  // before the take: consumer half of the store-buffering pair
+    // A superseded call does not clear: the claim's call is still coming and
+    // will clear-then-take; draining without clearing is a direct drain.
     drain_all(q);
   } else {
     if constexpr (P::drain_checks_finalizing) {

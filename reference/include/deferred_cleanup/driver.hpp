@@ -72,7 +72,8 @@ class DriverUnavailable : public DriverError {
 /// Outcome of Driver::attach().
 ///
 /// Thread: returned on the main thread.  Memory ordering: n/a.  Errors: n/a.
-/// Source: issue 3 Part 1.7 (exactly once).
+/// Source: CUDA Driver API, cuUserObjectCreate (a user object that was not
+/// created never has its destructor called), cuGraphRetainUserObject.
 enum class AttachStatus : std::uint8_t {
   attached,     ///< the user object lives in the graph; destructor called exactly once later
   not_created,  ///< no user object exists; the destructor will never run: clean directly
@@ -82,7 +83,7 @@ enum class AttachStatus : std::uint8_t {
 /// Result of Driver::attach(): status and, on failure, the driver's message.
 ///
 /// Thread: returned on the main thread.  Memory ordering: n/a.  Errors: n/a.
-/// Source: issue 3 Part 1.7.
+/// Source: CUDA Driver API, cuUserObjectCreate, cuGraphRetainUserObject.
 struct AttachResult {
   AttachStatus status = AttachStatus::attached;  ///< what happened
   std::string message;                           ///< why it failed (empty on success)

@@ -78,40 +78,41 @@ enum class DrainShape : std::uint8_t {
 /// Source: docs/design (each constant's page); C++20 [atomics.order] for the
 /// single total order S of seq_cst operations.
 struct ReferencePolicy {
-  static constexpr Variant variant = Variant::reference;
-  static constexpr const char* name = "reference";
+  static constexpr Variant variant = Variant::reference;  ///< the variant this policy is
+  static constexpr const char* name = "reference";  ///< DEFERRED_CLEANUP_VARIANT value
 
-  // Push: in S before this producer's check of scheduled_.
-  // [litmus:wakeup.push]
+  /// Push: in S before this producer's check of scheduled_.
+  /// [litmus:wakeup.push]
   static constexpr std::memory_order push = std::memory_order_seq_cst;
-  // Fast-path check of scheduled_ after the push; in S after the push.
-  // [litmus:wakeup.check]
+  /// Fast-path check of scheduled_ after the push; in S after the push.
+  /// [litmus:wakeup.check]
   static constexpr std::memory_order check = std::memory_order_seq_cst;
-  // The claim (scheduled_ false -> true, an exchange); in S after the push.
-  // [litmus:wakeup.claim]
+  /// The claim (scheduled_ false -> true, an exchange); in S after the push.
+  /// [litmus:wakeup.claim]
   static constexpr std::memory_order claim = std::memory_order_seq_cst;
-  // The drain's clear of scheduled_; in S before its take.
-  // [litmus:wakeup.clear]
+  /// The drain's clear of scheduled_; in S before its take.
+  /// [litmus:wakeup.clear]
   static constexpr std::memory_order clear = std::memory_order_seq_cst;
-  // The drain's take (head_ exchange); in S after the clear.
-  // [litmus:wakeup.take]
+  /// The drain's take (head_ exchange); in S after the clear.
+  /// [litmus:wakeup.take]
   static constexpr std::memory_order take = std::memory_order_seq_cst;
-  // Not used by this drain shape (no re-check after the clear).
+  /// Not used by this drain shape (no re-check after the clear).
   static constexpr std::memory_order recheck = std::memory_order_seq_cst;
 
-  // Gate entry (in_flight_ increment); in S before the accepting_ check.
-  // [litmus:gate.enter]
+  /// Gate entry (in_flight_ increment); in S before the accepting_ check.
+  /// [litmus:gate.enter]
   static constexpr std::memory_order gate_enter = std::memory_order_seq_cst;
-  // Producer's accepting_ check inside the gate.
-  // [litmus:gate.check]
+  /// Producer's accepting_ check inside the gate.
+  /// [litmus:gate.check]
   static constexpr std::memory_order gate_check = std::memory_order_seq_cst;
-  // Shutdown's close of accepting_; in S before its in_flight_ read.
-  // [litmus:gate.close]
+  /// Shutdown's close of accepting_; in S before its in_flight_ read.
+  /// [litmus:gate.close]
   static constexpr std::memory_order gate_close = std::memory_order_seq_cst;
-  // Shutdown's read of in_flight_.
-  // [litmus:gate.wait]
+  /// Shutdown's read of in_flight_.
+  /// [litmus:gate.wait]
   static constexpr std::memory_order gate_wait = std::memory_order_seq_cst;
 
+  /// Where the drain clears scheduled_.
   static constexpr DrainShape drain_shape = DrainShape::clear_then_take;
   /// Producer returns after push + one load when a call is outstanding.
   static constexpr bool fast_path = true;
@@ -139,40 +140,44 @@ struct ReferencePolicy {
 /// Source: cuda-python PR #2371 (description); where it is silent,
 /// cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0.
 struct SeedPolicy {
-  static constexpr Variant variant = Variant::seed;
-  static constexpr const char* name = "seed";
+  static constexpr Variant variant = Variant::seed;  ///< the variant this policy is
+  static constexpr const char* name = "seed";  ///< DEFERRED_CLEANUP_VARIANT value
 
-  // [litmus:wakeup.push]
+  /// [litmus:wakeup.push]
   static constexpr std::memory_order push = std::memory_order_release;
-  // The head_ test before the claim (shipped code; the text is silent).
-  // [litmus:wakeup.check]
+  /// The head_ test before the claim (shipped code; the text is silent).
+  /// [litmus:wakeup.check]
   static constexpr std::memory_order check = std::memory_order_acquire;
-  // compare_exchange false -> true (shipped code: acq_rel, failure relaxed).
-  // [litmus:wakeup.claim]
+  /// compare_exchange false -> true (shipped code: acq_rel, failure relaxed).
+  /// [litmus:wakeup.claim]
   static constexpr std::memory_order claim = std::memory_order_acq_rel;
-  // [litmus:wakeup.clear]
+  /// [litmus:wakeup.clear]
   static constexpr std::memory_order clear = std::memory_order_release;
-  // [litmus:wakeup.take]
+  /// [litmus:wakeup.take]
   static constexpr std::memory_order take = std::memory_order_acquire;
-  // The drain's re-check of head_ after the clear.
-  // [litmus:wakeup.recheck]
+  /// The drain's re-check of head_ after the clear.
+  /// [litmus:wakeup.recheck]
   static constexpr std::memory_order recheck = std::memory_order_acquire;
 
-  // No gate: only the accepting_ flag, stopped by the Py_AtExit callback.
-  // [litmus:gate.check]
+  /// No gate: only the accepting_ flag, stopped by the Py_AtExit callback.
+  /// [litmus:gate.check]
   static constexpr std::memory_order gate_check = std::memory_order_acquire;
-  // [litmus:gate.close]
+  /// [litmus:gate.close]
   static constexpr std::memory_order gate_close = std::memory_order_release;
 
+  /// Where the drain clears scheduled_.
   static constexpr DrainShape drain_shape = DrainShape::take_clear_recheck;
-  static constexpr bool fast_path = false;
-  static constexpr bool gate = false;
-  static constexpr bool direct_drain = false;
-  static constexpr bool rearm = false;
+  static constexpr bool fast_path = false;  ///< push + one load when a call is outstanding
+  static constexpr bool gate = false;  ///< producers pass the in-flight gate
+  static constexpr bool direct_drain = false;  ///< entry points drain directly (gh-95820)
+  static constexpr bool rearm = false;  ///< a stale claim may be re-armed
+  /// Schedule() asks the host whether it is finalizing.
   static constexpr bool schedule_checks_finalizing = false;
+  /// The drain asks the host whether it is finalizing, then leaks.
   static constexpr bool drain_checks_finalizing = true;
+  /// Schedule() returns at once when head_ is empty.
   static constexpr bool schedule_checks_head = true;
-  static constexpr bool close_at_py_atexit = true;
+  static constexpr bool close_at_py_atexit = true;  ///< a Py_AtExit callback stops accepting_
 };
 
 /// cuda-core 1.2.0 as shipped (see the essay above).
@@ -182,44 +187,48 @@ struct SeedPolicy {
 /// Source: cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0;
 /// the wheel cuda_core-1.2.0-cp312 (cu13/_resource_handles*.so).
 struct CudaCore12Policy {
-  static constexpr Variant variant = Variant::cuda_core_1_2;
-  static constexpr const char* name = "cuda-core-1.2";
+  static constexpr Variant variant = Variant::cuda_core_1_2;  ///< the variant this policy is
+  static constexpr const char* name = "cuda-core-1.2";  ///< DEFERRED_CLEANUP_VARIANT value
 
-  // compare_exchange_weak(head, item, release, relaxed) in enqueue().
-  // [litmus:wakeup.push]
+  /// compare_exchange_weak(head, item, release, relaxed) in enqueue().
+  /// [litmus:wakeup.push]
   static constexpr std::memory_order push = std::memory_order_release;
-  // head_.load(acquire) in schedule() before the claim.
-  // [litmus:wakeup.check]
+  /// head_.load(acquire) in schedule() before the claim.
+  /// [litmus:wakeup.check]
   static constexpr std::memory_order check = std::memory_order_acquire;
-  // scheduled_.compare_exchange_strong(false, true, acq_rel, relaxed).
-  // [litmus:wakeup.claim]
+  /// scheduled_.compare_exchange_strong(false, true, acq_rel, relaxed).
+  /// [litmus:wakeup.claim]
   static constexpr std::memory_order claim = std::memory_order_acq_rel;
-  // scheduled_.store(false, release) after the take loop.
-  // [litmus:wakeup.clear]
+  /// scheduled_.store(false, release) after the take loop.
+  /// [litmus:wakeup.clear]
   static constexpr std::memory_order clear = std::memory_order_release;
-  // head_.exchange(nullptr, acquire) in the take loop.
-  // [litmus:wakeup.take]
+  /// head_.exchange(nullptr, acquire) in the take loop.
+  /// [litmus:wakeup.take]
   static constexpr std::memory_order take = std::memory_order_acquire;
-  // head_.load(acquire) after the clear: x86 `movb $0` then `mov`, no fence.
-  // [litmus:wakeup.recheck]
+  /// head_.load(acquire) after the clear: x86 `movb $0` then `mov`, no fence.
+  /// [litmus:wakeup.recheck]
   static constexpr std::memory_order recheck = std::memory_order_acquire;
 
-  // No gate.  accepting_.load(acquire) at the top of schedule().
-  // [litmus:gate.check]
+  /// No gate.  accepting_.load(acquire) at the top of schedule().
+  /// [litmus:gate.check]
   static constexpr std::memory_order gate_check = std::memory_order_acquire;
-  // stop(): accepting_.store(false, release).
-  // [litmus:gate.close]
+  /// stop(): accepting_.store(false, release).
+  /// [litmus:gate.close]
   static constexpr std::memory_order gate_close = std::memory_order_release;
 
+  /// Where the drain clears scheduled_.
   static constexpr DrainShape drain_shape = DrainShape::take_clear_recheck;
-  static constexpr bool fast_path = false;
-  static constexpr bool gate = false;
-  static constexpr bool direct_drain = false;
-  static constexpr bool rearm = false;
+  static constexpr bool fast_path = false;  ///< push + one load when a call is outstanding
+  static constexpr bool gate = false;  ///< producers pass the in-flight gate
+  static constexpr bool direct_drain = false;  ///< entry points drain directly (gh-95820)
+  static constexpr bool rearm = false;  ///< a stale claim may be re-armed
+  /// Schedule() asks the host whether it is finalizing.
   static constexpr bool schedule_checks_finalizing = true;
+  /// The drain asks the host whether it is finalizing, then leaks.
   static constexpr bool drain_checks_finalizing = true;
+  /// Schedule() returns at once when head_ is empty.
   static constexpr bool schedule_checks_head = true;
-  static constexpr bool close_at_py_atexit = false;
+  static constexpr bool close_at_py_atexit = false;  ///< a Py_AtExit callback stops accepting_
 };
 
 /// The variant's name as DEFERRED_CLEANUP_VARIANT spells it.

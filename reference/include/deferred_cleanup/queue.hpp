@@ -18,7 +18,9 @@
 //   in_flight_          producers between their `accepting_` check and the end
 //                       of their host call (the in-flight gate, shutdown.hpp);
 //   alive_              false once the host may no longer run cleanups;
-//   calls_outstanding_  pending calls added and not yet run (at most two);
+//   claim_seq_,         the sequence number of the current claim's pending
+//   superseded_         call, and whether a re-arm superseded an older one
+//                       that may still run (at most two calls outstanding);
 //   claimed_at_ns_      when the outstanding claim was made (host clock), for
 //                       re-arming a claim whose pending call never runs.
 //
@@ -104,6 +106,7 @@ struct Stats {
 template <class P>
 class BasicQueue {
  public:
+  /// The policy: memory orders and protocol shape (policy.hpp).
   using Policy = P;
 
   /// Construct an idle queue: empty, not scheduled, accepting, host alive.
@@ -419,51 +422,132 @@ class BasicQueue {
     alive_.store(false, std::memory_order_release);
   }
 
-  /// Count one pending call about to be added (before add_pending_call: on
-  /// CPython 3.13+ it may run before the call returns).
+  /// The argument of one pending call of the reference: the queue and the
+  /// call's sequence number, so the call knows whether it is the current
+  /// claim's call or one that a re-arm superseded.
   ///
-  /// Thread: the claimant.  Never blocks.
-  /// Memory ordering: relaxed; the count bounds the re-arm rule only and is
-  /// not used to order memory.
+  /// Thread: written by the adding producer before add_pending_call, read by
+  /// the pending call on the main thread.
+  /// Memory ordering: `seq` is relaxed; the host's add_pending_call /
+  /// pending-call hand-off (CPython's pending-call lock) orders the write
+  /// before the call reads it.
   /// Errors: none.
   /// Source: this project (docs/design/scheduling, "Re-arming").
-  void call_added() noexcept {
-    // Counter for the re-arm bound only.
-    calls_outstanding_.fetch_add(1, std::memory_order_relaxed);
-  }
+  struct CallToken {
+    BasicQueue* queue = nullptr;      ///< the queue to drain
+    std::atomic<std::uint64_t> seq{0};  ///< the call's sequence number (>= 1)
+  };
 
-  /// Undo call_added() (refused) or account for a pending call that ran.
+  /// Take a token for a new pending call: the next sequence number, in one
+  /// of four slots (at most two calls are ever outstanding; a slot is reused
+  /// only four calls later).
   ///
-  /// Thread: the claimant (refusal) or the main thread (the call ran).
-  /// Memory ordering: relaxed (see call_added()).
+  /// Thread: the producer that claimed (or re-armed).  Never blocks.
+  /// Memory ordering: relaxed RMW for the number, relaxed store into the slot.
   /// Errors: none.
   /// Source: this project.
-  void call_gone() noexcept {
-    // Counter for the re-arm bound only.
-    calls_outstanding_.fetch_sub(1, std::memory_order_relaxed);
+  /// @return the token to pass as the pending call's argument
+  CallToken* new_call_token() noexcept {
+    // Sequence numbers only; orders nothing.
+    const std::uint64_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed) + 1;
+    CallToken& t = tokens_[seq % kTokens];
+    t.queue = this;
+    // Published to the pending call by the host's hand-off.
+    t.seq.store(seq, std::memory_order_relaxed);
+    return &t;
   }
 
-  /// Take the right to add the second pending call: calls_outstanding_ 1 -> 2.
+  /// Make `seq` the current claim's call.
+  ///
+  /// Thread: the claimant or the re-armer.  Memory ordering: relaxed (see
+  /// the re-arm essay in scheduling.hpp: a stale view only makes an old call
+  /// skip its clear, which the current call does).  Errors: none.
+  /// Source: this project.
+  /// @param seq the sequence number of the claim's call
+  void set_claim_seq(std::uint64_t seq) noexcept {
+    // Heuristic for which call clears; see above.
+    claim_seq_.store(seq, std::memory_order_relaxed);
+  }
+
+  /// The sequence number of the current claim's call.
+  ///
+  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
+  /// Source: this project.
+  /// @return the sequence number, 0 before any claim
+  std::uint64_t claim_seq() const noexcept {
+    // Heuristic; see set_claim_seq().
+    return claim_seq_.load(std::memory_order_relaxed);
+  }
+
+  /// Take the right to supersede the current claim's call: superseded_ 0 -> 1.
+  /// At most one superseded call may be outstanding besides the current one,
+  /// so at most two of the queue's calls are ever outstanding.
   ///
   /// Thread: a producer or the main thread that found a stale claim.
   /// Memory ordering: relaxed CAS (the count orders nothing).
   /// Errors: none.
   /// Source: this project.
   /// @return true if this caller may add one more pending call
-  bool claim_second_call() noexcept {
-    std::uint32_t one = 1;
+  bool take_supersede() noexcept {
+    std::uint32_t none = 0;
     // Bounds outstanding calls at two; orders nothing.
-    return calls_outstanding_.compare_exchange_strong(one, 2, std::memory_order_relaxed);
+    return superseded_.compare_exchange_strong(none, 1, std::memory_order_relaxed);
   }
 
-  /// Pending calls added and not yet run, as a snapshot.
+  /// Give the right back after the superseding call was refused.
+  ///
+  /// Thread: the re-armer.  Memory ordering: relaxed.  Errors: none.
+  /// Source: this project.
+  void release_supersede() noexcept {
+    // Heuristic count.
+    superseded_.store(0, std::memory_order_relaxed);
+  }
+
+  /// Superseded calls possibly still outstanding (0 or 1).
   ///
   /// Thread: any.  Memory ordering: relaxed.  Errors: none.
   /// Source: this project.
   /// @return the count at some instant
-  std::uint32_t calls_outstanding() const noexcept {
+  std::uint32_t superseded() const noexcept {
     // Snapshot only.
-    return calls_outstanding_.load(std::memory_order_relaxed);
+    return superseded_.load(std::memory_order_relaxed);
+  }
+
+  /// A pending call with sequence number `seq` runs: account for it.
+  /// CPython runs the pending calls of one ring first in, first out, so when
+  /// the current claim's call (or a newer one) runs, every older call of the
+  /// queue has run or was lost: none is superseded any more.  An older call
+  /// that runs late only lowers the superseded count.
+  ///
+  /// Thread: main thread, in the pending call.  Never blocks.
+  /// Memory ordering: relaxed (heuristic counts; see take_supersede()).
+  /// Errors: none.
+  /// Source: Python/ceval_gil.c v3.12.0 (_push_pending_call and
+  /// _pop_pending_call: a ring buffer, first in, first out).
+  /// @param seq the running call's sequence number
+  /// @return true if this is the current claim's call (it must clear
+  ///         scheduled_); false for a superseded call (it only drains)
+  bool call_ran(std::uint64_t seq) noexcept {
+    if (seq >= claim_seq()) {
+      // FIFO: every older call is gone.
+      superseded_.store(0, std::memory_order_relaxed);
+      return true;
+    }
+    std::uint32_t n = superseded_.load(std::memory_order_relaxed);  // heuristic count
+    // Lower it once, not below zero.
+    while (n > 0 && !superseded_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+    }
+    return false;
+  }
+
+  /// Pending calls of the queue possibly outstanding: the current claim's
+  /// call, if claimed, plus superseded ones.  Snapshot (statistics, tests).
+  ///
+  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
+  /// Source: this project.
+  /// @return 0, 1 or 2
+  std::uint32_t calls_outstanding() const noexcept {
+    return (scheduled_snapshot() ? 1u : 0u) + superseded();
   }
 
   /// Record when the current claim was made (host clock, nanoseconds; 0 for
@@ -565,7 +649,7 @@ class BasicQueue {
     // One thread in the child.
     scheduled_.store(false, std::memory_order_relaxed);
     // One thread in the child.
-    calls_outstanding_.store(0, std::memory_order_relaxed);
+    superseded_.store(0, std::memory_order_relaxed);
     // One thread in the child.
     claimed_at_ns_.store(0, std::memory_order_relaxed);
     draining_ = draining_ && forked_by_drain_thread;
@@ -605,8 +689,15 @@ class BasicQueue {
   std::atomic<std::uint32_t> in_flight_{0};
   /// The host may run cleanups.  Cleared once by shutdown.
   std::atomic<bool> alive_{true};
-  /// Pending calls added and not yet run (re-arm bound).
-  std::atomic<std::uint32_t> calls_outstanding_{0};
+  /// Slots of the reference's call tokens (queue.hpp, CallToken).
+  static constexpr std::size_t kTokens = 4;
+  CallToken tokens_[kTokens];
+  /// Sequence numbers of pending calls (reference).
+  std::atomic<std::uint64_t> next_seq_{0};
+  /// Sequence number of the current claim's call (reference).
+  std::atomic<std::uint64_t> claim_seq_{0};
+  /// Superseded calls possibly outstanding (0 or 1; re-arm bound).
+  std::atomic<std::uint32_t> superseded_{0};
   /// Host clock at the current claim, 0 for none (re-arm heuristic).
   std::atomic<std::int64_t> claimed_at_ns_{0};
   /// Re-arm a claim older than this (nanoseconds); default one second.
@@ -616,9 +707,20 @@ class BasicQueue {
 };
 // [end-doc:queue]
 
-/// The queue types of the three variants.
+/// The queue of the reference variant.
+///
+/// Thread: see BasicQueue.  Memory ordering: ReferencePolicy's constants.
+/// Errors: none.  Source: policy.hpp.
 using ReferenceQueue = BasicQueue<ReferencePolicy>;
+/// The queue of the seed variant (the cuda-python PR #2371 text).
+///
+/// Thread: see BasicQueue.  Memory ordering: SeedPolicy's constants.
+/// Errors: none.  Source: policy.hpp.
 using SeedQueue = BasicQueue<SeedPolicy>;
+/// The queue of the cuda-core-1.2 variant (the cuda-core 1.2.0 wheel).
+///
+/// Thread: see BasicQueue.  Memory ordering: CudaCore12Policy's constants.
+/// Errors: none.  Source: policy.hpp.
 using CudaCore12Queue = BasicQueue<CudaCore12Policy>;
 
 }  // namespace deferred_cleanup

@@ -21,10 +21,15 @@
 // `scheduled_` would stay true for good and no producer would ever schedule
 // again.  So a claim older than the stale bound (default 1 s,
 // deferred_cleanup.configure(stale_claim_s=...)) whose call has not run may
-// be re-armed once: one producer or entry point adds a second pending call
-// while the first may still be outstanding.  `calls_outstanding_` counts
-// calls added and not yet run, and the second call is taken with a CAS
-// 1 -> 2, so at most two are ever outstanding.  A producer looks at the
+// be re-armed: one producer or entry point adds a second pending call, which
+// becomes the claim's call, while the first may still be outstanding.  Each
+// call of the reference carries a sequence number (queue.hpp, CallToken);
+// only the claim's call clears `scheduled_`, a superseded one only drains.
+// A re-arm needs `superseded_` 0 -> 1, and CPython runs a ring's pending
+// calls first in, first out, so when the claim's call runs every older call
+// has run or was lost and `superseded_` returns to 0: at most two of the
+// queue's calls are ever outstanding, and a lost call never blocks a later
+// re-arm.  A producer looks at the
 // claim's age on about one fast-path hit in 16, chosen by a hash of the item
 // address (a clock read on every hit would double the fast path's cost);
 // main-thread entry points look every time.
@@ -110,31 +115,34 @@ int pending_call(void* arg) noexcept;  // drain.hpp
 
 /// Call the host, counting the outcome.  Internal to schedule() and rearm.
 ///
-/// Thread: the producer that holds the claim (or the second-call right).
+/// The reference passes a call token (queue.hpp, CallToken) as the pending
+/// call's argument and makes its sequence number the current claim's before
+/// the call (on 3.13+ the call may run before add_pending_call returns); the
+/// comparison variants pass the queue, as shipped.
+///
+/// Thread: the producer that holds the claim (or the right to supersede).
 /// Memory ordering: none of its own.
 /// Errors: none thrown; returns the host's result.
 /// Source: Py_AddPendingCall, Python/ceval_gil.c v3.12.0.
 /// @param q the queue
-/// @param counted true when the caller already counted the call in
-///        calls_outstanding_ (the re-arm's CAS 1 -> 2)
+/// @param old_claim_seq out: the claim's sequence number before this call
 /// @return 0 when accepted, -1 when refused
 template <class P>
-int add_call(BasicQueue<P>& q, bool counted = false) noexcept {
+int add_call(BasicQueue<P>& q, std::uint64_t* old_claim_seq = nullptr) noexcept {
   const Host& host = q.host();
   if (host.in_gate != nullptr) {
     host.in_gate(&q);  // test hook: hold this producer inside the window
   }
   q.stats.schedule_attempts.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  void* arg = &q;
   if constexpr (P::rearm) {
-    if (!counted) {
-      q.call_added();  // before the call: on 3.13+ it may run before the call returns
-    }
+    auto* token = q.new_call_token();
+    if (old_claim_seq != nullptr) *old_claim_seq = q.claim_seq();
+    q.set_claim_seq(token->seq.load(std::memory_order_relaxed));  // our own store
+    arg = token;
   }
-  const int rc = host.add_pending_call(&pending_call<P>, &q);
+  const int rc = host.add_pending_call(&pending_call<P>, arg);
   if (rc != 0) {
-    if constexpr (P::rearm) {
-      q.call_gone();
-    }
     q.stats.schedule_failures.fetch_add(1, std::memory_order_relaxed);  // statistics only
   } else {
     q.stats.pending_calls.fetch_add(1, std::memory_order_relaxed);  // statistics only
@@ -211,16 +219,17 @@ ScheduleResult schedule(BasicQueue<P>& q) noexcept {
 
 // [doc:rearm]
 /// Re-arm a stale claim: if the outstanding claim is older than the stale
-/// bound and only one pending call is outstanding, add a second one.
+/// bound and no superseded call is outstanding, add a second pending call
+/// that becomes the claim's call.
 ///
 /// Thread: any (a producer on its fast path, an entry point).  Never waits,
 /// except inside the host's add_pending_call.
-/// Memory ordering: the claim's age and the call count are relaxed
-/// heuristics (queue.hpp); the second call is added behind the in-flight
-/// gate like any other, so shutdown still waits for it.  scheduled_ is not
-/// touched: it stays true until a drain clears it.
-/// Errors: none thrown.  A refusal undoes the count; the claim time moves
-/// on, so the next attempt comes one stale bound later.
+/// Memory ordering: the claim's age, its sequence number and the superseded
+/// count are relaxed heuristics (queue.hpp); the call is added behind the
+/// in-flight gate like any other, so shutdown still waits for it.
+/// scheduled_ is not touched: it stays true until the claim's call clears it.
+/// Errors: none thrown.  A refusal restores the claim's call and the count;
+/// the claim time moves on, so the next attempt comes one stale bound later.
 /// Source: this project; the lost call is the probe's `subinterp.runner`
 /// (3.10, 3.11; bpo-10915).
 /// @param q the queue
@@ -240,14 +249,19 @@ ScheduleResult rearm_if_stale(BasicQueue<P>& q) noexcept {
   if (now - seen < q.stale_bound_ns() || !q.take_stale_claim(seen, now)) {
     return ScheduleResult::already_scheduled;
   }
-  if (!q.scheduled_snapshot() || !q.claim_second_call()) {
+  if (!q.scheduled_snapshot() || !q.take_supersede()) {
     return ScheduleResult::already_scheduled;
   }
   if (!q.gate_enter()) {
-    q.call_gone();
+    q.release_supersede();
     return ScheduleResult::not_accepting;
   }
-  const int rc = add_call(q, /*counted=*/true);
+  std::uint64_t old_seq = 0;
+  const int rc = add_call(q, &old_seq);
+  if (rc != 0) {
+    q.set_claim_seq(old_seq);  // the old call is the claim's call again
+    q.release_supersede();
+  }
   q.gate_leave();
   if (rc != 0) {
     return ScheduleResult::refused;

@@ -74,7 +74,7 @@ def _flush() -> int:
 
 # ---------------------------------------------------------------- 1, 2: capacity
 def probe_capacity(fields: dict, extra: dict) -> None:
-    """Capacity and behaviour when full (issue 2, items 1 and 2).
+    """Capacity and behaviour when full.
 
     A foreign thread adds pending calls while the main thread holds the GIL in
     C, until one add returns -1; then the main thread (with a thread state)
@@ -112,7 +112,7 @@ def probe_capacity(fields: dict, extra: dict) -> None:
 
 # ---------------------------------------------------------------- 6: batch
 def probe_batch(fields: dict, extra: dict) -> None:
-    """How many queued calls run at one eval-breaker check (issue 2, item 6).
+    """How many queued calls run at one eval-breaker check.
 
     The queue is filled to capacity (all but one call from a foreign thread,
     the last from the main thread so that the eval breaker is signalled on
@@ -142,7 +142,7 @@ def probe_batch(fields: dict, extra: dict) -> None:
 
 # ---------------------------------------------------------------- 5: exception
 def probe_exception(fields: dict, extra: dict) -> None:
-    """A pending call that returns -1 with an exception set (issue 2, item 5).
+    """A pending call that returns -1 with an exception set.
 
     Queue A (raises RuntimeError, returns -1), B, C from a foreign thread and D
     from the main thread; run pure Python inside ``try``.  Record where the
@@ -263,7 +263,7 @@ def _delay(mode: str) -> tuple[str, dict]:
 
 
 def probe_delays(fields: dict, extra: dict) -> None:
-    """Delay from a foreign-thread add to the call running (issue 2, item 4).
+    """Delay from a foreign-thread add to the call running.
 
     :param fields: dict receiving ``delay.busy_python``, ``delay.sleep``,
         ``delay.c_call`` (mutated).
@@ -320,7 +320,7 @@ def _runner(main_mode: str) -> tuple[str, dict]:
 
 
 def probe_runner(fields: dict, extra: dict) -> None:
-    """Who runs the calls (issue 2, item 3).
+    """Who runs the calls.
 
     :param fields: dict receiving ``runner.main_busy`` and ``runner.main_sleeping`` (mutated).
     :param extra: dict receiving raw timings (mutated).
@@ -434,7 +434,7 @@ def _signal_name(rc: int) -> str:
 
 
 def probe_finalization(fields: dict, extra: dict) -> None:
-    """Finalization (issue 2, item 7), in child processes.
+    """Finalization, in child processes.
 
     :param fields: dict receiving ``atexit.finalizing``, ``atexit.foreign_add_runs``,
         ``atexit.main_add_runs``, ``py_atexit.initialized``, ``after_finalize.outcome``,

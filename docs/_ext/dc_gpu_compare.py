@@ -1,0 +1,96 @@
+"""The "Side by side with cuda-core" table, rendered at build time from the
+JSON that ``tools/gpu_compare.py`` wrote on the GPU machine.
+
+``.. gpu-compare-table:: notes/gpu/compare/gpu-compare.json`` (a path from the
+repository root) becomes: the run's facts as a bullet list, the scenario
+titles, and one table row per scenario and implementation.  The rows come from
+``tools/gpu_compare.py``'s own ``table_rows`` (the function that also writes
+the Markdown table), so the page, the JSON and the Markdown cannot disagree;
+``tests/test_gpu_compare.py`` checks the committed files and the built page.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+REPO = Path(__file__).resolve().parents[2]
+TOOL = REPO / "tools" / "gpu_compare.py"
+
+
+def load_tool():
+    """Import tools/gpu_compare.py (not a package) as a module.
+
+    Returns:
+        module: the script, imported without running it.
+    Raises:
+        OSError, ImportError: the script is missing or does not import.
+    """
+    spec = importlib.util.spec_from_file_location("dc_gpu_compare_tool", TOOL)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _para(text: str, strong: str = "") -> nodes.paragraph:
+    p = nodes.paragraph()
+    if strong:
+        p += nodes.strong(text=strong)
+    p += nodes.Text(text)
+    return p
+
+
+def build_nodes(data: dict) -> list[nodes.Node]:
+    """The docutils nodes for one run's JSON: facts, scenarios, the table."""
+    tool = load_tool()
+    facts = nodes.bullet_list()
+    for line in tool.header_lines(data):
+        facts += nodes.list_item("", _para(line[2:] if line.startswith("- ") else line))
+    scen = nodes.bullet_list()
+    for s in data["scenarios"]:
+        scen += nodes.list_item("", _para(f": {s['title']}", strong=s["id"]))
+    head, rows = tool.table_rows(data)
+    table = nodes.table(classes=["gpu-compare"])
+    group = nodes.tgroup(cols=len(head))
+    table += group
+    for width in (8, 14, 14, 64):
+        group += nodes.colspec(colwidth=width)
+    thead = nodes.thead()
+    row = nodes.row()
+    for h in head:
+        row += nodes.entry("", _para(h))
+    thead += row
+    group += thead
+    tbody = nodes.tbody()
+    for r in rows:
+        row = nodes.row()
+        for cell in r:
+            row += nodes.entry("", _para(cell))
+        tbody += row
+    group += tbody
+    return [facts, _para("Scenarios:"), scen, table]
+
+
+class GpuCompareTable(SphinxDirective):
+    """``.. gpu-compare-table:: PATH``: the table of the JSON at PATH."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        path = REPO / self.arguments[0]
+        self.env.note_dependency(str(path))
+        self.env.note_dependency(str(TOOL))
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise self.error(f"gpu-compare-table: cannot read {self.arguments[0]}: {exc}") from exc
+        return build_nodes(data)
+
+
+def setup(app):
+    app.add_directive("gpu-compare-table", GpuCompareTable)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,154 @@
+"""Scenario: os.fork() in the states that used to break the child.
+
+usage: fork_child.py MODE RESULT
+  main                fork on the main thread while the simulated driver has
+                      threads (the child exits normally);
+  in-cleanup          a payload's finalizer forks in the middle of a drain on
+                      the main thread (the child finishes that drain);
+  worker-during-drain a worker thread forks while the main thread is inside a
+                      drain (the drain does not exist in the child);
+  worker              a worker thread forks (the child's main thread is that
+                      worker's copy);
+  gate                the main thread forks while a producer is held inside
+                      the gate window (the child exits normally).
+In the child: 20 new payloads are attached to a new graph, destroyed, and
+waited for in a sleeping loop (no entry point) for at most 5 s; drain_now()
+is called; RESULT gets {"released", "on_child_main", "drain_now",
+"in_flight", "scheduled_before", "stuck", "drain_cycles"}.  The parent prints {"child_rc", "child_s"}.
+"""
+import json
+import os
+import sys
+import threading
+import time
+
+import deferred_cleanup as dc
+
+mode, path = sys.argv[1], sys.argv[2]
+parent = os.getpid()
+
+
+def child_work():
+    before = dc.counters()
+    # Forked by a worker while the main thread ran our pending call: CPython
+    # may never run a pending call here (counted; docs Caveats, fork()).
+    stuck = before["forks_in_pending_call"] > 0
+    rec = []
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    me = threading.get_ident()
+    for i in range(20):
+        g.attach(i, lambda o: rec.append(threading.get_ident()))
+    g.destroy()
+    deadline = time.monotonic() + 5
+    while len(rec) < 20 and time.monotonic() < deadline:
+        time.sleep(0.001)
+        if stuck:
+            dc.poll()  # CPython runs no pending call in this child: an entry point drains
+    try:
+        dc.drain_now()
+        dn = "ok"
+    except dc.NotMainThreadError:
+        dn = "NotMainThreadError"
+    after = dc.counters()
+    out = {"released": len(rec), "on_child_main": all(t == me for t in rec), "drain_now": dn,
+           "in_flight": before["in_flight"], "scheduled_before": before["scheduled"], "stuck": stuck,
+           "drain_cycles": after["drain_cycles"] - before["drain_cycles"]}
+    with open(path, "w") as f:
+        json.dump(out, f)
+
+
+def wait_child(pid, start):
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status), time.monotonic() - start
+        time.sleep(0.005)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    return "hung", time.monotonic() - start
+
+
+driver = dc.SimulatedDriver()
+g0 = driver.create_graph()
+pids = []
+
+if mode == "main":
+    for i in range(50):
+        g0.attach(object())
+    g0.destroy()  # the driver's worker is delivering while we fork
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        child_work()
+        sys.exit(0)
+    pids.append((pid, start))
+elif mode == "in-cleanup":
+    state = {"forked": False}
+
+    def fin(i):
+        if i == 2 and not state["forked"]:
+            state["forked"] = True
+            state["start"] = time.monotonic()
+            state["pid"] = os.fork()
+
+    for i in range(5):
+        g0.attach(i, fin)
+    driver.set_hold(True)
+    g0.destroy()
+    driver.release(1)
+    driver.wait_idle(5)
+    dc.drain_now()
+    if os.getpid() != parent:
+        child_work()
+        sys.exit(0)
+    pids.append((state["pid"], state["start"]))
+elif mode in ("worker-during-drain", "worker"):
+    go = threading.Event()
+    box = {}
+
+    def forker():
+        box["start"] = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            child_work()
+            os._exit(0)
+        box["pid"] = pid
+        go.set()
+
+    if mode == "worker":
+        t = threading.Thread(target=forker)
+        t.start()
+        t.join()
+    else:
+        def fin(i):
+            if i == 0:
+                threading.Thread(target=forker).start()
+                go.wait(10)
+
+        g0.attach(0, fin)
+        driver.set_hold(True)
+        g0.destroy()
+        driver.release(1)
+        driver.wait_idle(5)
+        dc.drain_now()
+    pids.append((box["pid"], box["start"]))
+elif mode == "gate":
+    dc._native._test_arm_gate_hold(None)
+    g0.attach(object())
+    g0.destroy()
+    assert dc._native._test_wait_gate_held(10.0)
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        child_work()
+        sys.exit(0)
+    pids.append((pid, start))
+else:
+    raise SystemExit(f"unknown mode {mode}")
+
+rc, secs = wait_child(*pids[0])
+if mode == "gate":
+    dc._native._test_release_gate()
+print(json.dumps({"child_rc": rc, "child_s": round(secs, 3)}), flush=True)

@@ -1,0 +1,89 @@
+"""The reference's exit promise (shutdown.hpp, host.cpp's exit hook).
+
+Every payload whose graph was destroyed before the interpreter starts
+finalizing is released on the main thread while the interpreter is alive,
+whatever the order in which the program registered its own exit handlers;
+destructors that do not run within the exit wait, and graphs still alive at
+exit, are counted and reported.  Each case runs in a fresh interpreter
+(tests/scenarios/), under a timeout; the Py_AtExit backstop writes the final
+counters (DC_STATS_AT_EXIT).  Sources: Python/pylifecycle.c Py_FinalizeEx
+(v3.12.0: atexit handlers run before the finalizing flag is set);
+Modules/atexitmodule.c (handlers run last-registered first).
+"""
+import json
+import threading
+
+import pytest
+
+RUNS_LAST_LINE = 20
+
+
+def _released(path):
+    return json.loads(path.read_text()) if path.exists() else {"released": 0, "off_main": 0}
+
+
+@pytest.mark.parametrize("mode,runs", [("last-line", RUNS_LAST_LINE), ("atexit-before", 3),
+                                       ("finalize-before", 3), ("atexit-after", 3)])
+def test_graph_destroyed_at_exit_releases_every_payload(scenario, tmp_path, mode, runs):
+    """200 payloads of a graph destroyed on the script's last line (or by an
+    exit handler registered before or after the import) are all released,
+    on the main thread, with no test-only wait, in every run."""
+    for run in range(runs):
+        path = tmp_path / f"released-{run}.json"
+        out = scenario("exit_last_line", "200", mode, str(path))
+        assert out["rc"] == 0, f"run {run}: rc={out['rc']}\n{out['stderr']}"
+        got = _released(path)
+        s = out["at_exit"]
+        assert got == {"released": 200, "off_main": 0}, f"run {run} ({mode}): {got}, counters {s}"
+        assert s["cleaned"] == 200 and s["leaked_at_shutdown"] == 0, s
+        assert s["cleanups_after_shutdown"] == 0 and s["host_calls_after_teardown"] == 0, s
+        assert s["exit_hook_ran"] is True and s["exit_destructors_not_run"] == 0, s
+
+
+def test_every_exit_handler_runs_once_before_the_exit_sequence(scenario, tmp_path):
+    log = tmp_path / "order.log"
+    out = scenario("exit_order", str(log))
+    assert out["rc"] == 0, out["stderr"]
+    lines = log.read_text().split()
+    handlers = [x for x in lines if not x.startswith("cleaned:")]
+    assert sorted(handlers) == ["after-import", "before-import", "finalize-before-import"], lines
+    # LIFO among the program's own handlers, as without deferred_cleanup.
+    assert handlers.index("after-import") < handlers.index("before-import"), lines
+    for name in handlers:
+        assert lines.count("cleaned:" + name) == 3, f"{name}: its graph's payloads were not all released: {lines}"
+    assert out["at_exit"]["cleaned"] == 9 and out["at_exit"]["leaked_at_shutdown"] == 0, out["at_exit"]
+
+
+def test_exit_wait_is_bounded_and_reports_what_did_not_run(scenario):
+    out = scenario("exit_held_destructors", "50", "0.3", timeout_s=30)
+    assert out["rc"] == 0, out["stderr"]
+    assert out["result"] == {"created": 100, "held": 50}
+    s = out["at_exit"]
+    assert s["exit_destructors_not_run"] == 50, s
+    assert s["exit_graphs_alive"] == 1 and s["exit_payloads_in_live_graphs"] == 50, s
+    assert s["cleaned"] == 0 and s["cleanups_after_shutdown"] == 0, s
+
+
+def test_exit_hook_refuses_a_worker_thread(dc, recorder, wait):
+    """Called from a worker, the exit sequence drains nothing and says why."""
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    g.attach(1, recorder)
+    d.set_hold(True)
+    g.destroy()
+    errors = []
+
+    def worker():
+        try:
+            dc._native._exit_hook()
+        except dc.NotMainThreadError as e:
+            errors.append(str(e))
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(10)
+    assert errors and "main thread" in errors[0]
+    assert dc.counters()["host_alive"] is True and dc.counters()["accepting"] is True
+    d.release(1)
+    assert wait(lambda: recorder.calls == {1: 1})
+    assert recorder.threads == {threading.main_thread().ident}

@@ -1,0 +1,44 @@
+"""fork(): the child of a process using deferred_cleanup is a clean process.
+
+os.register_at_fork(after_in_child=...) resets, in the child, the queue's
+thread-bound state (main-thread identity, the drain flag unless the fork came
+from the draining thread itself, scheduled_, the gate, the pending-call
+count) and the simulated driver's threads (host.cpp, after_fork_child;
+queue.hpp, reset_after_fork).  Each mode of tests/scenarios/fork_child.py
+forks in one of the states that used to leave the child unable to clean
+(draining stuck, the old main-thread identity, a producer counted in the
+gate) or hanging at exit (inherited driver threads); the child must release
+20 new payloads on its own main thread, drain_now() must work there, and the
+child must exit promptly.  Source: POSIX fork(2) (only the calling thread is
+duplicated); CPython Doc/library/os.rst (register_at_fork).
+"""
+import pytest
+
+MODES = ["main", "in-cleanup", "worker-during-drain", "worker", "gate"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_child_cleans_new_payloads(scenario, tmp_path, mode):
+    path = tmp_path / "child.json"
+    out = scenario("fork_child", mode, str(path), timeout_s=60)
+    assert out["rc"] == 0, out["stderr"]
+    parent = out["result"]
+    assert parent["child_rc"] == 0, parent
+    # The gate wait of the child's exit is 5 s: a child that still counted the
+    # parent's held producer would take that long.
+    assert parent["child_s"] < 3.0, parent
+    child = __import__("json").loads(path.read_text())
+    assert child["released"] == 20 and child["on_child_main"] is True, child
+    assert child["drain_now"] == "ok", child
+    assert child["in_flight"] == 0, child
+    if mode == "gate":
+        assert child["scheduled_before"] is False, "the parent's claim must not be inherited"
+
+
+def test_child_with_driver_threads_never_hangs(scenario, tmp_path):
+    """A child forked while the simulated driver's threads deliver exits
+    promptly: it never joins threads it does not own (10 runs)."""
+    for run in range(10):
+        out = scenario("fork_child", "main", str(tmp_path / f"c{run}.json"), timeout_s=60)
+        assert out["rc"] == 0 and out["result"]["child_rc"] == 0, (run, out["result"], out["stderr"])
+        assert out["result"]["child_s"] < 3.0, (run, out["result"])

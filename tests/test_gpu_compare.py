@@ -1,0 +1,149 @@
+"""The side-by-side comparison with cuda-core (tools/gpu_compare.py).
+
+Without a GPU: the committed run (notes/gpu/compare/) is complete and
+consistent: every scenario has a result for every implementation, the
+committed Markdown table is what the script generates from the committed JSON,
+and the docs page renders that same JSON and quotes the scenario code.  The
+built page's table is checked under the ``docs`` marker (once, in the docs
+environment).  The script itself runs here: on a machine without a GPU or
+without cuda-core it must exit with status 2 and one line saying why, and the
+test skips naming that line; with both, it runs scenario A end to end.
+"""
+from __future__ import annotations
+
+import html
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TOOL = REPO / "tools" / "gpu_compare.py"
+RUN = REPO / "notes" / "gpu" / "compare"
+PAGE = REPO / "docs" / "gpu-compare.rst"
+JSON_REL = "notes/gpu/compare/gpu-compare.json"
+
+
+def _tool():
+    spec = importlib.util.spec_from_file_location("gpu_compare_under_test", TOOL)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def tool():
+    return _tool()
+
+
+@pytest.fixture(scope="module")
+def run_data() -> dict:
+    return json.loads((RUN / "gpu-compare.json").read_text())
+
+
+def test_every_scenario_has_a_result_for_every_implementation(tool, run_data):
+    impls = [i["id"] for i in run_data["implementations"]]
+    kinds = {i["kind"] for i in run_data["implementations"]}
+    assert kinds == {"cuda-core", "ours"}, "both sides must be in the run"
+    assert [s["id"] for s in run_data["scenarios"]] == list(tool.SCENARIOS), "every scenario, in order"
+    got = {(r["scenario"], r["impl"]) for r in run_data["results"]}
+    missing = [(s, i) for s in tool.SCENARIOS for i in impls if (s, i) not in got]
+    assert missing == []
+    for r in run_data["results"]:
+        assert r["status"] in ("ok", "crashed", "hung", "error", "not run"), r
+        assert r["status"] == "not run" or (RUN / r["log"]).is_file(), f"raw log missing: {r['log']}"
+    for key in ("machine", "gpu", "python", "our_commit"):
+        assert run_data[key], key
+    assert run_data["gpu"]["name"] and run_data["gpu"]["driver_api_version"]
+    assert all(i.get("version") for i in run_data["implementations"] if i["kind"] == "cuda-core")
+
+
+def test_the_table_has_a_row_for_each_result(tool, run_data):
+    head, rows = tool.table_rows(run_data)
+    labels = {i["id"]: i["label"] for i in run_data["implementations"]}
+    want = [(s, labels[i["id"]]) for s in tool.SCENARIOS for i in run_data["implementations"]]
+    assert [(r[0], r[1]) for r in rows] == want
+    assert all(r[2] != "missing from the JSON" for r in rows)
+
+
+def test_committed_markdown_is_generated_from_the_committed_json(tool, run_data):
+    committed = (RUN / "gpu-compare.md").read_text()
+    assert committed == tool.render_markdown(run_data), (
+        "notes/gpu/compare/gpu-compare.md differs from what tools/gpu_compare.py generates from the JSON "
+        "next to it (edited by hand, or the table code changed without the file)")
+
+
+def test_the_page_renders_the_committed_json_and_quotes_every_scenario(tool):
+    page = PAGE.read_text()
+    assert re.search(r"^\.\. gpu-compare-table:: " + re.escape(JSON_REL) + r"\s*$", page, re.M)
+    quoted = set(re.findall(r":pyobject: (\w+)", page))
+    scenario_functions = {n for n in dir(tool) if re.fullmatch(r"scenario_[a-e]", n)}
+    assert scenario_functions == {"scenario_a", "scenario_b", "scenario_c", "scenario_d", "scenario_e"}
+    assert scenario_functions | {"CudaCoreImpl", "OursImpl"} <= quoted
+    assert "gpu-compare" in (REPO / "docs" / "index.rst").read_text()
+
+
+def test_the_spin_kernel_is_the_same_on_both_sides(tool):
+    src = (REPO / "reference" / "src" / "driver_cuda.cpp").read_text()
+    cpp = re.search(r'kSpinPtx = R"ptx\((.*?)\)ptx"', src, re.S)
+    assert cpp, "kSpinPtx not found in driver_cuda.cpp"
+    assert cpp.group(1).strip() == tool.SPIN_PTX.strip()
+
+
+@pytest.mark.gpu
+def test_the_script_runs_or_says_in_one_line_why_not(tmp_path):
+    """Status 2 with one line where there is no GPU or no cuda-core (then
+    skip, naming it); otherwise scenario A end to end on whatever is here."""
+    p = subprocess.run([sys.executable, str(TOOL), "--out", str(tmp_path), "--scenarios", "A", "--ours",
+                        "reference", "--budget-s", "120"], capture_output=True, text=True, timeout=300)
+    if p.returncode == 2:
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("gpu-compare: not run: "), lines
+        pytest.skip(lines[0])
+    assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads((tmp_path / "gpu-compare.json").read_text())
+    assert {r["status"] for r in data["results"]} == {"ok"}, data["results"]
+    for r in data["results"]:
+        assert r["figures"]["released"] == r["figures"]["payloads"] == 1024
+        assert r["figures"]["released_off_main"] == 0
+
+
+@pytest.mark.docs
+def test_the_built_page_shows_every_row(tool, run_data):
+    """The page as built (tools/docs.sh, skipped when up to date) holds every
+    cell of every row of the table generated from the committed JSON."""
+    p = subprocess.run(["bash", str(REPO / "tools" / "docs.sh")], cwd=REPO, capture_output=True, text=True,
+                       timeout=1800)
+    assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
+    built = REPO / "build" / "docs" / "html" / "gpu-compare.html"
+    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", built.read_text(encoding="utf-8"))).split())
+    _, rows = tool.table_rows(run_data)
+    for row in rows:
+        for cell in row:
+            assert " ".join(cell.split()) in text, f"not on the built page: {cell!r}"
+    for name in ("def scenario_a", "def scenario_e", "class CudaCoreImpl"):
+        assert name in text
+
+
+@pytest.mark.parametrize("behaviour, status", [("crash", "crashed"), ("hang", "hung")])
+def test_a_crash_or_hang_of_an_implementation_is_a_result(tool, tmp_path, behaviour, status):
+    """run_one on an implementation whose import kills its process (SIGABRT)
+    or never returns: the script records 'crashed (SIGABRT)' or 'hung (killed
+    after ...)' for that row and goes on, instead of failing itself."""
+    fake = tmp_path / "site" / "deferred_cleanup"
+    fake.mkdir(parents=True)
+    body = "import os, signal\nos.kill(os.getpid(), signal.SIGABRT)\n" if behaviour == "crash" else \
+        "import time\ntime.sleep(600)\n"
+    (fake / "__init__.py").write_text(body)
+    impl = {"id": f"fake-{behaviour}", "label": behaviour, "kind": "ours", "path": str(fake.parent), "env": {}}
+    rec = tool.run_one(impl, "A", tmp_path / "out", timeout_s=5.0, e_seconds=1.0)
+    assert rec["status"] == status, rec
+    assert (tmp_path / "out" / rec["log"]).is_file()
+    row = tool.outcome(rec)
+    assert row == ("crashed (SIGABRT)" if behaviour == "crash" else "hung (killed after 5.0 s)")
+    if behaviour == "hang":
+        assert 5.0 <= rec["seconds"] < 30.0
