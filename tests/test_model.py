@@ -15,10 +15,14 @@ file asserts what each must report:
 * the protocol: no assertion violation and no invalid end state (exactly
   once or leaked; nothing after teardown; at most two of our pending calls
   outstanding, one unless a stale claim was re-armed), also when the host
-  loses one or two calls; and the liveness claim ``drained`` holds under weak
-  fairness with up to one lost call (an item queued while the interpreter
-  runs is eventually taken, unless a refusal left it to the next entry point
-  or a lost call to the next chance to re-arm);
+  loses one or two calls (with room for at most two of our calls); and the
+  liveness claim ``drained`` holds under weak fairness for the fast path,
+  refusals and the clear-then-take drain without re-arms (an item queued
+  while the interpreter runs is eventually taken, unless a refusal left it
+  to the next entry point);
+* the checks of KNOWN_DEFECT (liveness with lost calls and re-arms): spin
+  finds the two defects of the re-arm's call tokens that they name; each is
+  a strict expected failure until the reference changes;
 * each negative variant (LOST_WAKEUP, FAST_REORDERED, NO_GATE,
   RETRY_ENQUEUES, NO_REARM): spin finds the counterexample it is meant to
   find;
@@ -27,10 +31,6 @@ file asserts what each must report:
 * each witness: the verified model reaches the behaviour it names (refusals,
   late callbacks, waits at the gate, leaks, lost calls, re-arms, ...), so the
   clean result above is not the result of a model that never gets there.
-
-``lost_apart`` (two lost calls far apart in time) is what the re-arm rule
-exists for; the model finds that the reference does not recover from the
-second one (see ``test_two_losses_far_apart_recover``).
 
 The state-space numbers are checked against floors: a model that lost its
 interleavings (a stuck producer, a guard that is never true) verifies with a
@@ -64,17 +64,15 @@ CHECKS = {c.name: c for c in runner.CHECKS}
 # Floors for "states, stored": about a tenth of what the model has
 # (tests/model/run.py prints the measured numbers).
 STATE_FLOOR = {
-    "safety_n3_k1": 1_000_000,
+    "safety_n2_k1": 100_000,
     "safety_n2_k1_lost1": 100_000,
     "safety_n2_k2_lost1": 300_000,
     "safety_n2_k2_lost2": 300_000,
-    "liveness_n2_k1": 50_000,
-    "liveness_n2_k1_lost1": 150_000,
-    "liveness_n2_k2_lost1": 400_000,
+    "liveness_n2_k1_norearm": 130_000,
 }
 # Checks in which every statement of the threads that call into the queue is
 # reachable (with no lost call the loss branches are dead, by construction).
-FULL_COVERAGE = {"safety_n2_k2_lost1", "safety_n2_k2_lost2", "liveness_n2_k2_lost1"}
+FULL_COVERAGE = {"safety_n2_k2_lost1", "safety_n2_k2_lost2"}
 
 # What each negative variant must be caught by.
 SIGNATURE = {
@@ -85,17 +83,6 @@ SIGNATURE = {
     "no_rearm": "acceptance cycle",
     "lost_both": "acceptance cycle",
 }
-
-# Checks whose outcome is a known defect of the reference: the model is
-# right and the protocol must change (the lead owns reference/include).
-KNOWN_DEFECT = {
-    "lost_apart": (
-        "calls_outstanding_ counts a lost call for ever: after one lost call was re-armed and the "
-        "re-armed call ran, the count stays 1, so a second lost call makes it 2 and "
-        "claim_second_call's CAS 1 -> 2 never succeeds again; scheduled_ stays set and only entry "
-        "points drain (scheduling.hpp, rearm_if_stale; drain.hpp, pending_call)"),
-}
-
 
 def run(name: str, tmp_path: Path) -> dict:
     return runner.run_check(CHECKS[name], tmp_path, timeout=240)
@@ -137,14 +124,36 @@ def test_negative_variant_is_caught(name, tmp_path):
     assert any(s in r["output"] for s in sigs), f"caught, but not by {sigs}: {_fail_msg(r)}"
 
 
+# Checks that must verify and today do not: defects of the reference that
+# the model finds (the lead owns reference/include).  Each is a strict
+# expected failure: once the reference is fixed it passes, and its entry
+# must move to STATE_FLOOR.
+_REARM_REFUSAL = (
+    "rearm_if_stale sets claim_seq_ to its new token before Py_AddPendingCall; the older call "
+    "runs in between as superseded (drains, does not clear scheduled_); the host refuses the "
+    "re-arm's call and claim_seq_ goes back to the call that already ran: scheduled_ stays set "
+    "with no call outstanding (scheduling.hpp rearm_if_stale, queue.hpp call_ran)")
+_REARM_BEFORE_TOKEN = (
+    "a re-arm between a claimant's claim and its new_call_token (the claimant held there past "
+    "the stale bound, e.g. by the in_gate hook) makes the re-arm's call the claim's call; it runs "
+    "and clears scheduled_, the claimant's call is still added, and further claims add more: "
+    "more than two of the queue's calls outstanding (assertion ours_out<=2)")
+KNOWN_DEFECT = {
+    "rearm_refusal": _REARM_REFUSAL,
+    "liveness_n2_norefusal": _REARM_BEFORE_TOKEN,
+    "liveness_n2_norefusal_lost1": _REARM_BEFORE_TOKEN,
+    "liveness_lost_apart": _REARM_BEFORE_TOKEN,
+}
+
+
 @pytest.mark.timeout(300)
-@pytest.mark.xfail(strict=True, reason="known defect of the reference: " + KNOWN_DEFECT["lost_apart"])
-def test_two_losses_far_apart_recover(tmp_path):
-    """The re-arm rule's purpose: no lost call disables the pending-call path
-    for good, however many are lost over a run, one at a time.  Strict xfail:
-    it starts to pass, and must then lose this marker, once the reference
-    stops counting a lost call for ever."""
-    _assert_verifies(run("lost_apart", tmp_path), 50_000)
+@pytest.mark.parametrize("name", sorted(KNOWN_DEFECT))
+def test_known_defect_still_found(name, tmp_path, request):
+    """Each check of KNOWN_DEFECT must verify; today spin finds the defect.
+    Strict: once the reference is fixed the check passes and this fails."""
+    request.applymarker(pytest.mark.xfail(strict=True, reason="known defect of the reference: "
+                                          + KNOWN_DEFECT[name]))
+    _assert_verifies(run(name, tmp_path), 10_000)
 
 
 @pytest.mark.timeout(120)

@@ -11,9 +11,10 @@
  *                (about one in 16 in the code, any hit here), looking for a
  *                stale claim (rearm_if_stale).  Otherwise the slow path
  *                (scheduling.hpp, schedule): gate_enter (in_flight_++, check
- *                accepting_), claim scheduled_ (an exchange), count the call
- *                (calls_outstanding_++), Py_AddPendingCall, on -1 undo the
- *                count and give the claim back, gate_leave.  A producer may
+ *                accepting_), claim scheduled_ (an exchange), take a call
+ *                token (the next sequence number, which becomes the claim's
+ *                call, claim_seq_), Py_AddPendingCall with the token, on -1
+ *                give the claim back, gate_leave.  A producer may
  *                run at any time, also during and after shutdown.
  *   pq           CPython's pending-call queue, a channel of capacity K shared
  *                with other users of Py_AddPendingCall (the foreign process);
@@ -23,13 +24,17 @@
  *   lost calls   the host may accept one of our calls (return 0) and never
  *                run it, at most LOST times: on 3.10 and 3.11 a call added
  *                while a subinterpreter holds the GIL goes to that
- *                interpreter (the probe's field subinterp.runner).  The call
- *                stays counted in calls_outstanding_ (nothing ever runs it).
+ *                interpreter (the probe's field subinterp.runner).
  *   re-arm       rearm_if_stale (scheduling.hpp): when the outstanding claim
  *                is older than the stale bound, a producer on a fast-path hit
- *                or an entry point adds a second pending call, taken with a
- *                CAS calls_outstanding_ 1 -> 2, behind the gate; scheduled_
- *                is untouched.  Time is not modelled: "the claim is stale" is
+ *                or an entry point adds a second pending call, which becomes
+ *                the claim's call: it takes superseded_ 0 -> 1, a new token
+ *                and claim_seq_, behind the gate; scheduled_ is untouched.
+ *                A pending call whose sequence number is the claim's (or
+ *                newer) resets superseded_ and clears scheduled_ before its
+ *                take; an older one only lowers superseded_ and drains
+ *                (queue.hpp, call_ran; drain.hpp, pending_call).  Tokens
+ *                live in KT reused slots, as in the code (kTokens = 4).  Time is not modelled: "the claim is stale" is
  *                a nondeterministic choice, open while scheduled_ is set.
  *   main         the CPython main thread.  It runs queued pending calls (the
  *                eval breaker): count the call as run, clear scheduled_, then
@@ -65,6 +70,7 @@
  *   FOREIGN        foreign pending calls that compete for it (default K)
  *   ENTRIES        main-thread entry points (default 1)
  *   LOST           pending calls the host may lose (default 0)
+ *   KT             call-token slots (default 4, queue.hpp kTokens)
  *   LOST_APART     the second lost call (LOST=2) only after a re-armed call
  *                  ran and drained: two losses far apart in time
  * Negative variants; spin must find a counterexample for each:
@@ -102,8 +108,10 @@
  * the claim excuses exactly those: a refusal leaves the items to the next
  * enqueue or entry point (the ghost `owed`), and a lost call leaves them to
  * the next chance to re-arm, i.e. a producer's sampled fast-path hit or an
- * entry point that finds the claim stale (the ghost `down`: set when a call
- * is lost, cleared at such a chance, whatever the re-arm then does).
+ * entry point that finds the claim stale while none of our calls is queued
+ * (the ghost `down`: set when a call is lost, cleared at such a chance,
+ * whatever the re-arm then does; a queued call runs first and may clear
+ * scheduled_ itself or free the superseded slot for the next chance).
  */
 
 #ifndef N
@@ -120,6 +128,9 @@
 #endif
 #ifndef LOST
 #define LOST 0
+#endif
+#ifndef KT
+#define KT 4
 #endif
 #ifndef WITNESS
 #define WITNESS 0
@@ -138,7 +149,7 @@
 #define TORN_DOWN  2   /* after Py_FinalizeEx: no CPython call may happen */
 
 mtype = { OURS, OTHER };
-chan pq = [K] of { mtype };
+chan pq = [K] of { mtype, byte };   /* the function, and our token's slot */
 
 /* The queue's shared state (queue.hpp). */
 byte nq = 0;          /* items in head_ */
@@ -146,7 +157,10 @@ bool scheduled = 0;   /* scheduled_ */
 bool accepting = 1;   /* accepting_ */
 byte in_flight = 0;   /* in_flight_ */
 bool alive = 1;       /* alive_ (mark_host_dead) */
-byte calls_out = 0;   /* calls_outstanding_ */
+byte next_seq = 0;    /* next_seq_: sequence numbers taken */
+byte claim_seq = 0;   /* claim_seq_: the claim's call */
+byte superseded = 0;  /* superseded_ */
+byte tok[KT];         /* tokens_[i].seq */
 
 /* The interpreter. */
 byte interp = RUNNING;
@@ -162,14 +176,20 @@ bool rearmed = 0;     /* a second pending call was added by a re-arm */
 bool owed = 0;        /* a refused claimant gave scheduled_ back; since then no
                          pending call was added and no entry point drained */
 bool down = 0;        /* a call was lost (or a re-arm refused); since then no
-                         chance to re-arm came */
+                         chance to re-arm came while none of our calls was
+                         queued */
 #define OWED(v) owed = v
 #define DOWN(v) down = v
+/* A chance to re-arm that the rule must use: none of our calls is queued
+ * (a queued one runs first and may still clear scheduled_ or free the
+ * superseded slot). */
+#define CHANCE if :: ours_out == 0 -> down = 0 :: else -> skip fi
 #else
 /* Ghosts of the liveness claim (and of RETRY_ENQUEUES's bug) only: left out
  * of the safety state space. */
 #define OWED(v) skip
 #define DOWN(v) skip
+#define CHANCE skip
 #endif
 byte batches = 0;     /* non-empty takes within the current drain_all */
 byte done = 0;        /* producers and helper threads that finished */
@@ -217,20 +237,25 @@ inline drain_all() {
  * scheduled_ set and does exactly what it would do just before the pop. */
 inline run_pending_call() {
   atomic {
-    pq?m;
+    pq?m,slot;
     if
     :: m == OURS ->
        ours_out--;
-       calls_out--;                       /* call_gone */
+       if                                 /* call_ran(tokens_[slot].seq) */
+       :: tok[slot] >= claim_seq -> current = 1; superseded = 0
+       :: else -> current = 0;
+          if :: superseded > 0 -> superseded-- :: else -> skip fi
+       fi;
        if
        :: !alive -> WITNESS_HIT(7, true)  /* after the host died: a no-op */
+       :: alive && !current -> skip       /* superseded: only drains */
 #ifndef LOST_WAKEUP
-       :: alive ->
+       :: alive && current ->
           WITNESS_HIT(12, lost > 0 && rearmed && scheduled);  /* recovered */
           recovered = (recovered || (lost > 0 && rearmed));
           scheduled = 0                   /* [litmus:wakeup.clear]: before the take */
 #else
-       :: alive -> skip
+       :: alive && current -> skip
 #endif
        fi
     :: else -> skip                       /* a foreign pending call */
@@ -240,12 +265,12 @@ inline run_pending_call() {
   :: m == OURS && alive ->
      drain_all();
 #ifdef LOST_WAKEUP
-     scheduled = 0;                       /* take, then clear, no re-check */
+     if :: current -> scheduled = 0 :: else -> skip fi;  /* take, then clear */
 #endif
      skip
   :: else -> skip
   fi;
-  m = 0
+  m = 0; slot = 0; current = 0
 }
 
 /* Leave the gate (gate_leave). */
@@ -257,38 +282,31 @@ inline run_pending_call() {
 #define GATE_ENTER skip;
 #endif
 
-/* add_call + Py_AddPendingCall, inside the gate, for the claimant: count
- * the call (call_added), then the host accepts it, loses it, or refuses it
- * (then call_gone undoes the count).  rc = 0 accepted (or lost), 1 refused. */
-inline add_first_call() {
-  assert(interp != TORN_DOWN);            /* no pending call added after teardown */
-  if
-  :: len(pq) < K ->
-     pq!OURS; ours_out++; calls_out++; OWED(0); rc = 0;
-     assert(ours_out <= 2);               /* at most two outstanding pending calls */
-     assert(ours_out <= 1 || rearmed)     /* and one unless a stale claim was re-armed */
-  :: lost < LOST && LOSS_ALLOWED ->        /* accepted, never run */
-     lost++; calls_out++; DOWN(1); rc = 0;
-     WITNESS_HIT(11, true)
-  :: else ->
-     rc = 1;                              /* refused */
-     WITNESS_HIT(1, true)
-  fi
+/* add_call, first half: take a token (new_call_token) and make it the
+ * claim's call (set_claim_seq), remembering the old claim_seq_. */
+inline new_token() {
+  atomic {
+    next_seq++; tok[next_seq % KT] = next_seq;
+    oldseq = claim_seq; claim_seq = next_seq
+  }
 }
 
-/* The same for the re-arm's second call, already counted by its CAS 1 -> 2;
- * a refusal gives the count back (call_gone). */
-inline add_second_call() {
+/* add_call, second half: Py_AddPendingCall with the token, inside the
+ * gate.  The host accepts the call, loses it, or refuses it.  rc = 0
+ * accepted (or lost), 1 refused. */
+inline host_call(second) {   /* second: a re-arm's call (for reading) */
   assert(interp != TORN_DOWN);            /* no pending call added after teardown */
   if
   :: len(pq) < K ->
-     pq!OURS; ours_out++; rearmed = 1; OWED(0); rc = 0;
-     WITNESS_HIT(10, ours_out == 2);      /* two of our calls queued */
-     assert(ours_out <= 2)                /* at most two outstanding pending calls */
-  :: lost < LOST && LOSS_ALLOWED ->        /* accepted, never run */
-     lost++; DOWN(1); rc = 0
-  :: else ->
-     rc = 1; calls_out--                  /* refused: call_gone */
+     pq!OURS,(next_seq % KT); ours_out++; OWED(0); rc = 0;
+     assert(ours_out <= 2);               /* at most two outstanding pending calls */
+     assert(ours_out <= 1 || rearmed)     /* and one unless a stale claim was re-armed */
+  :: lost < LOST && LOSS_ALLOWED ->       /* accepted, never run */
+     lost++; DOWN(1); rc = 0;
+     WITNESS_HIT(11, true)
+  :: len(pq) == K ->
+     rc = 1;                              /* refused */
+     WITNESS_HIT(1, true)
   fi
 }
 
@@ -318,7 +336,8 @@ inline schedule() {
      };
      if
      :: !old ->
-        atomic { add_first_call(); if :: rc == 0 -> GATE_LEAVE skip :: else -> skip fi };
+        new_token();
+        atomic { host_call(0); if :: rc == 0 -> GATE_LEAVE skip :: else -> skip fi };
         if
         :: rc != 0 ->                     /* refused: give the claim back */
            atomic { scheduled = 0; OWED(1); GATE_LEAVE skip }
@@ -351,12 +370,12 @@ inline schedule() {
  * outcome as a close just before this step (the check fails and the count
  * is given back), which the model reaches. */
 inline rearm_step() {
-  DOWN(0);                                /* a chance to re-arm */
+  CHANCE;                                 /* a chance to re-arm */
   WITNESS_HIT(9, lost > 0);
 #ifndef NO_REARM
   if
-  :: calls_out == 1 ->                    /* claim_second_call */
-     calls_out = 2; GATE_ENTER ok = accepting; got = 1
+  :: superseded == 0 ->                   /* take_supersede */
+     superseded = 1; GATE_ENTER ok = accepting; got = 1
   :: else -> got = 0
   fi
 #endif
@@ -365,19 +384,25 @@ inline rearm_step() {
 inline rearm_rest() {
   if
   :: got && ok ->
+     rearmed = 1;
+     new_token();
      atomic {
-       add_second_call();
-       if :: rc != 0 -> DOWN(lost > 0) :: else -> skip fi;  /* refused: next chance */
+       host_call(1);
+       if
+       :: rc != 0 ->                      /* refused: the old call is the claim's again */
+          claim_seq = oldseq; superseded = 0; DOWN(lost > 0)
+       :: else -> WITNESS_HIT(10, ours_out == 2)  /* two of our calls queued */
+       fi;
        GATE_LEAVE skip
      }
-  :: got && !ok -> atomic { calls_out--; GATE_LEAVE skip }  /* closed: call_gone */
+  :: got && !ok -> atomic { superseded = 0; GATE_LEAVE skip }  /* closed: release_supersede */
   :: else -> skip
   fi;
-  got = 0; ok = 0; rc = 0
+  got = 0; ok = 0; rc = 0; oldseq = 0
 }
 
 proctype producer() {
-  bool old, ok, got; byte rc;
+  bool old, ok, got; byte rc, oldseq;
 #ifndef FAST_REORDERED
   atomic { nq++; pushed++ };              /* [litmus:wakeup.push] */
   if
@@ -397,7 +422,7 @@ proctype producer() {
 
 /* Another Python thread at API entry points: retry_schedule only. */
 proctype retrier() {
-  bool old, ok, got; byte rc;
+  bool old, ok, got; byte rc, oldseq;
   if
   :: interp == RUNNING && alive ->
 #ifdef RETRY_ENQUEUES
@@ -424,15 +449,15 @@ proctype retrier() {
 proctype foreign() {
   byte left = FOREIGN;
   do
-  :: atomic { left > 0 && interp == RUNNING && len(pq) < K -> pq!OTHER; left-- }
+  :: atomic { left > 0 && interp == RUNNING && len(pq) < K -> pq!OTHER,0; left-- }
   :: left == 0 || interp != RUNNING -> break
   od;
   done++
 }
 
 proctype main_thread() {
-  mtype m; byte entries = ENTRIES;
-  bool old, ok, got; byte rc;
+  mtype m; byte entries = ENTRIES, slot;
+  bool old, ok, got, current; byte rc, oldseq;
   do
   :: len(pq) > 0 -> run_pending_call()    /* the eval breaker */
   :: atomic { entries > 0 && alive && (nq > 0 || scheduled) -> entries--;
@@ -493,6 +518,15 @@ init {
     run main_thread()
   }
 }
+
+/* REARM REFUSAL, a defect this model finds in the reference (liveness,
+ * no lost call needed): a re-armer sets claim_seq_ to its new token before
+ * Py_AddPendingCall; the older call runs in between, sees itself superseded
+ * and drains without clearing scheduled_; then the host refuses the re-arm's
+ * call and claim_seq_ goes back to the old call, which has already run.
+ * scheduled_ stays set with no call outstanding: every later producer takes
+ * the fast path, and items wait for an entry point or a sampled stale
+ * re-arm (check rearm_refusal in tests/model/run.py). */
 
 /* Liveness, checked with weak fairness (pan -a -f): while the interpreter
  * runs, an item in head_ is eventually taken, unless a refusal left it to the

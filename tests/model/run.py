@@ -50,26 +50,26 @@ def _base(n: int, k: int, lost: int = 0) -> tuple[str, ...]:
     return (f"N={n}", f"K={k}", f"LOST={lost}")
 
 
-# Sizes: three producers for safety without lost calls; two producers
-# wherever calls may be lost or liveness is checked, which keeps every check
-# under about two minutes on two shared cores (the Verification page lists
-# the measured states and times).  Two producers, the retrier and one entry
-# point are enough for every re-arm interleaving named in the model.
+# Sizes: two producers, the retrier, one entry point and the foreign caller,
+# which keeps every check under about two minutes on two shared cores and is
+# enough for every re-arm interleaving named in the model.  Three producers
+# (N=3) with the call tokens do not finish in four minutes here; run them by
+# hand with --only and -D macros if you have the time.
 CHECKS: list[Check] = [
-    Check("safety_n3_k1", _base(3, 1),
+    Check("safety_n2_k1", _base(2, 1),
           why="exactly once or leaked; nothing after teardown; at most one outstanding pending call"),
     Check("safety_n2_k1_lost1", _base(2, 1, 1),
-          why="as safety_n3_k1, with a lost call and the re-arm"),
+          why="as safety_n2_k1, with a lost call and the re-arm"),
     Check("safety_n2_k2_lost1", _base(2, 2, 1),
           why="as safety_n2_k1_lost1 with room for two of our calls: at most two outstanding"),
     Check("safety_n2_k2_lost2", _base(2, 2, 2),
           why="safety holds whatever the host loses"),
-    Check("liveness_n2_k1", _base(2, 1) + ("LIVENESS",), liveness=True,
-          why="an item queued while the interpreter runs is eventually drained (weak fairness)"),
-    Check("liveness_n2_k1_lost1", _base(2, 1, 1) + ("LIVENESS",), liveness=True,
+    Check("liveness_n2_k1_norearm", _base(2, 1) + ("LIVENESS", "NO_REARM"), liveness=True,
+          why="no lost call and no re-arm: the fast path, refusals and clear-then-take never strand an item"),
+    Check("liveness_n2_norefusal", _base(2, 3) + ("FOREIGN=0", "LIVENESS"), liveness=True,
+          why="an item queued while the interpreter runs is eventually drained (weak fairness; no refusal)"),
+    Check("liveness_n2_norefusal_lost1", _base(2, 3, 1) + ("FOREIGN=0", "LIVENESS"), liveness=True,
           why="the same with one lost call: the re-arm restores the pending-call path"),
-    Check("liveness_n2_k2_lost1", _base(2, 2, 1) + ("LIVENESS",), liveness=True,
-          why="the same with room for two of our calls"),
     # Negative variants: each must yield a counterexample.
     Check("lost_wakeup", _base(2, 1) + ("LIVENESS", "LOST_WAKEUP"), liveness=True, expect_error=True,
           why="take, then clear scheduled_, with no re-check: an item is stranded"),
@@ -81,11 +81,18 @@ CHECKS: list[Check] = [
           why="a retry that pushes the item again: cleaned twice"),
     Check("no_rearm", _base(2, 1, 1) + ("LIVENESS", "NO_REARM"), liveness=True, expect_error=True,
           why="without the re-arm one lost call leaves scheduled_ set for good"),
-    # The limits of the rule "at most two outstanding".
+    # A defect of the reference the model finds (see REARM REFUSAL in the
+    # model): the liveness checks above have a ring that never fills (no
+    # refusal); with refusals (K=1 shared with a foreign caller) this check
+    # must verify too, and today does not.
+    Check("rearm_refusal", _base(2, 1) + ("LIVENESS",), liveness=True,
+          why="a refused re-arm after the old call ran as superseded leaves scheduled_ set, no call outstanding"),
+    # The limit of the rule "at most two outstanding".
     Check("lost_both", _base(2, 1, 2) + ("LIVENESS",), liveness=True, expect_error=True,
           why="the first call and its re-armed call both lost: no third call, nothing recovers"),
-    Check("lost_apart", _base(2, 1, 2) + ("LIVENESS", "LOST_APART"), liveness=True,
-          why="two lost calls far apart (the second after a re-armed call ran): the path must recover"),
+    Check("liveness_lost_apart", _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "LOST_APART"),
+          liveness=True,
+          why="two lost calls far apart (the second after a re-armed call ran): the path recovers each time"),
 ]
 WITNESSES = {
     1: "Py_AddPendingCall refuses",
