@@ -20,6 +20,9 @@ Steps, each saying what it does:
    the headline table is printed.  Every headline figure is a ratio of two
    measurements taken in this one run.
 
+``tools/bench.py --report-only`` rebuilds the two files from the raw results
+of the last run (build/bench/core.json, build/bench/e2e/).
+
 The docs page (docs/performance.rst) renders a committed copy:
 ``cp build/bench/bench.json docs/_data/bench.json``.
 
@@ -334,6 +337,18 @@ def headline(core: dict, e2e: dict) -> list[dict]:
     return h
 
 
+def off_by(row: dict) -> float | None:
+    """How far a missed target is, as a factor (>= 1): value / bound for an
+    upper bound, bound / value for a lower bound; None when met or no target."""
+    if row["ok"] is not False or not row["target"] or row["value"] is None:
+        return None
+    op, bound = row["target"].split()[:2]
+    bound = float(bound)
+    if op == "<=":
+        return row["value"] / bound
+    return bound / row["value"] if row["value"] else math.inf
+
+
 def fmt_value(row: dict) -> str:
     v = row["value"]
     if row["kind"] == "count":
@@ -342,7 +357,9 @@ def fmt_value(row: dict) -> str:
 
 
 def verdict(row: dict) -> str:
-    return "" if row["ok"] is None else ("met" if row["ok"] else "missed")
+    if row["ok"] is None:
+        return ""
+    return "met" if row["ok"] else f"missed ({row['off_by']:.1f}x off)"
 
 
 def md_table(head: list[str], rows: list[list[str]]) -> str:
@@ -392,19 +409,30 @@ def report(data: dict) -> tuple[str, str]:
     return md, text
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    m = machine()
-    say(f"{m['cpu']}, {m['cores']} cores, load average {m['load_average']}")
-    binary = build_core()
-    raw = run_core(binary)
-    core = core_rows(raw)
-    e2e = run_e2e(matrix_names()) if os.environ.get("DC_BENCH_NO_E2E") != "1" else {}
-    data = {"machine": m, "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
+    if argv == ["--report-only"]:  # rebuild the report from the last run's raw results
+        data = json.loads((OUT / "bench.json").read_text())
+        raw = json.loads((OUT / "core.json").read_text())
+        core = core_rows(raw)
+        e2e = {name: collect_e2e(name, 0, OUT / "e2e" / f"{name}.log") for name in data["e2e"]}
+        data = {"machine": data["machine"], "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
+    elif argv:
+        print(__doc__)
+        return 2
+    else:
+        m = machine()
+        say(f"{m['cpu']}, {m['cores']} cores, load average {m['load_average']}")
+        binary = build_core()
+        raw = run_core(binary)
+        core = core_rows(raw)
+        e2e = run_e2e(matrix_names()) if os.environ.get("DC_BENCH_NO_E2E") != "1" else {}
+        data = {"machine": m, "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
     data["headline"] = headline(core, e2e)
     for h in data["headline"]:
         if isinstance(h["value"], float) and not math.isfinite(h["value"]):
             h["value"] = None
+        h["off_by"] = off_by(h)
     (OUT / "bench.json").write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
     md, text = report(data)
     (OUT / "bench.md").write_text(md)
@@ -416,4 +444,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -112,6 +112,7 @@ TOOLS_ENV_NAME = "cp314-sid"  # spin, herd7 and cbmc live in the sid root
 ONCE_CHECKS = [
     ("tools", TOOLS_ENV_NAME, "tools"),
     ("docs", "docs", "docs"),
+    ("bench", "cp312-pyenv", "bench"),
 ]
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 

@@ -460,7 +460,8 @@ void register_variant() {
 void register_all() {
   benchmark::RegisterBenchmark("floor/treiber_push", &BM_TreiberPush);
   benchmark::RegisterBenchmark("mutex_vector/outstanding", &BM_MutexVectorOutstanding);
-  benchmark::RegisterBenchmark("naive/per_payload", &BM_NaivePerPayload)->Arg(31)->Arg(32);
+  auto* naive = benchmark::RegisterBenchmark("naive/per_payload", &BM_NaivePerPayload)->Arg(31)->Arg(32);
+  if (g_smoke) naive->Iterations(2000);  // two bursts of 1000
   benchmark::RegisterBenchmark("clock/steady_clock_pair", &BM_ClockPair)->UseManualTime();
   benchmark::RegisterBenchmark("batch16/floor/treiber_push", &BM_Batch16Treiber)->UseManualTime();
   benchmark::RegisterBenchmark("batch16/mutex_vector/none", &BM_Batch16MutexVectorNone)

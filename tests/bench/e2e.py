@@ -217,7 +217,7 @@ def smoke() -> dict:
     """
     out = {"variant": dc.variant()}
     for mode in ("pending", "entry"):
-        r = burst(1000, mode, starve_s=STARVE_S)
+        r = burst(1000, mode, starve_s=1.0)
         assert r["cleaned"] == 1000 and r["payloads"] == 1000, r
         assert r.get("cleanups_off_main", 0) == 0, r
         out[f"burst_{mode}"] = r
