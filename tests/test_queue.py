@@ -41,4 +41,4 @@ def test_bad_variant_is_rejected_at_import():
     p = subprocess.run([sys.executable, "-c", "import deferred_cleanup"], env=env, capture_output=True, text=True,
                        timeout=60)
     assert p.returncode != 0
-    assert "DEFERRED_CLEANUP_VARIANT must be 'reference' or 'seed'" in p.stderr
+    assert "DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2'" in p.stderr

@@ -160,8 +160,11 @@ class CudaDriver final : public Driver {
     // destruction leads to the destructor.
     rc = graph_retain_user_object_(e.graph, uo, 1, CU_GRAPH_USER_OBJECT_MOVE);
     if (rc != CUDA_SUCCESS) {
+      // Build the result before the release: once the destructor may run,
+      // nothing here may throw (the caller would clean the payload twice).
+      AttachResult r{AttachStatus::released, "cuda driver: cuGraphRetainUserObject failed: " + describe(rc)};
       user_object_release_(uo, 1);  // our reference: the destructor runs, exactly once
-      return {AttachStatus::released, "cuda driver: cuGraphRetainUserObject failed: " + describe(rc)};
+      return r;
     }
     return {AttachStatus::attached, {}};
   }

@@ -8,15 +8,36 @@
 // std::thread that never has a Python thread state.
 //
 // Test controls: holding destructor calls back and releasing them in a burst
-// from N threads that start together at a std::barrier, and injecting
+// from N threads that start together at a start gate, and injecting
 // failures of user-object creation or of the hand-over to the graph.
-#include <barrier>
+#include <cerrno>
+#include <new>
+#include <system_error>
 
 #include "drivers.hpp"
 
 namespace deferred_cleanup {
 
-SimulatedDriver::SimulatedDriver() : worker_([this] { worker(); }) {}
+SimulatedDriver::SimulatedDriver() { worker_ = start_thread([this] { worker(); }); }
+
+std::thread SimulatedDriver::start_thread(std::function<void()> fn) {
+  int n = fail_thread_starts_.load(std::memory_order_relaxed);  // test setting
+  while (n > 0) {
+    // One failure per injected count; orders nothing else.
+    if (fail_thread_starts_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+      throw std::system_error(EAGAIN, std::generic_category(), "simulated driver: injected thread-start failure");
+    }
+  }
+  return std::thread(std::move(fn));  // std::system_error when the system refuses
+}
+
+std::string SimulatedDriver::message(const char* text) {
+  if (fail_message_allocs_ > 0) {  // under mu_ (attach)
+    --fail_message_allocs_;
+    throw std::bad_alloc();
+  }
+  return std::string(text);
+}
 
 SimulatedDriver::~SimulatedDriver() {
   {
@@ -62,11 +83,13 @@ void SimulatedDriver::worker() {
     if (due_.empty()) break;  // stop_ and nothing left
     UserObject* uo = due_.front();
     due_.pop_front();
+    ++running_;
     lk.unlock();
     uo->fn(uo->arg);  // the destructor, on this native thread, no lock held
     delete uo;
     delivered_.fetch_add(1, std::memory_order_release);  // read by delivered()
     lk.lock();
+    --running_;
     if (--outstanding_ == 0) idle_cv_.notify_all();
   }
 }
@@ -84,16 +107,22 @@ AttachResult SimulatedDriver::attach(GraphHandle graph, DestructorFn destructor,
   if (it == graphs_.end()) throw DriverError("simulated driver: unknown or destroyed graph");
   if (fail_creates_ > 0) {
     --fail_creates_;
-    return {AttachStatus::not_created, "simulated driver: injected failure of user-object creation"};
+    return {AttachStatus::not_created, message("simulated driver: injected failure of user-object creation")};
+  }
+  if (fail_retains_ > 0) {
+    --fail_retains_;
+    // Build the result first: once the destructor may fire, nothing here may
+    // throw (the caller would clean the payload a second time).
+    AttachResult r{AttachStatus::released, message("simulated driver: injected failure of the hand-over to the graph")};
+    auto* uo = new UserObject;
+    uo->fn = destructor;
+    uo->arg = arg;
+    unref(uo);  // the creator's reference: the destructor fires now
+    return r;
   }
   auto* uo = new UserObject;
   uo->fn = destructor;
   uo->arg = arg;
-  if (fail_retains_ > 0) {
-    --fail_retains_;
-    unref(uo);  // the creator's reference: the destructor fires now
-    return {AttachStatus::released, "simulated driver: injected failure of the hand-over to the graph"};
-  }
   it->second.objects.push_back(uo);  // CU_GRAPH_USER_OBJECT_MOVE: the graph takes our reference
   return {AttachStatus::attached, {}};
 }
@@ -141,34 +170,75 @@ std::size_t SimulatedDriver::release(int threads) {
   }
   if (batch.empty()) return 0;
   const std::size_t n = batch.size();
-  const std::size_t t = std::min<std::size_t>(static_cast<std::size_t>(threads), n);
-  auto shared = std::make_shared<std::vector<UserObject*>>(std::move(batch));
-  auto on_release = [this]() noexcept {
-    last_release_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now().time_since_epoch())
-                               .count(),
-                           std::memory_order_release);  // read by last_release_ns()
+  const std::size_t want = std::min<std::size_t>(static_cast<std::size_t>(threads), n);
+  // A start gate instead of a std::barrier: the number of threads is known
+  // only once every thread has started (a start may fail).
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool go = false;
+    std::size_t threads = 0;
+    std::vector<UserObject*> items;
   };
-  auto barrier = std::make_shared<std::barrier<decltype(on_release)>>(static_cast<std::ptrdiff_t>(t), on_release);
+  auto gate = std::make_shared<Gate>();
+  gate->items = std::move(batch);
   std::vector<std::thread> started;
-  for (std::size_t i = 0; i < t; ++i) {
-    started.emplace_back([this, shared, barrier, i, t] {
-      barrier->arrive_and_wait();  // all burst threads fire together
-      std::size_t mine = 0;
-      for (std::size_t k = i; k < shared->size(); k += t) {
-        UserObject* uo = (*shared)[k];
-        uo->fn(uo->arg);
-        delete uo;
-        delivered_.fetch_add(1, std::memory_order_release);  // read by delivered()
-        ++mine;
-      }
-      std::lock_guard<std::mutex> lk(mu_);
-      outstanding_ -= mine;
-      if (outstanding_ == 0) idle_cv_.notify_all();
-    });
+  std::string failure;
+  for (std::size_t i = 0; i < want; ++i) {
+    try {
+      started.push_back(start_thread([this, gate, i] {
+        {
+          std::unique_lock<std::mutex> lk(gate->mu);
+          gate->cv.wait(lk, [&] { return gate->go; });
+        }
+        if (i == 0) {
+          last_release_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count(),
+                                 std::memory_order_release);  // read by last_release_ns()
+        }
+        const std::size_t t = gate->threads;  // written before go, under gate->mu
+        std::size_t mine = 0;
+        for (std::size_t k = i; k < gate->items.size(); k += t) {
+          UserObject* uo = gate->items[k];
+          uo->fn(uo->arg);
+          delete uo;
+          delivered_.fetch_add(1, std::memory_order_release);  // read by delivered()
+          ++mine;
+        }
+        std::lock_guard<std::mutex> lk(mu_);
+        outstanding_ -= mine;
+        if (outstanding_ == 0) idle_cv_.notify_all();
+      }));
+    } catch (const std::system_error& e) {
+      failure = e.what();
+      break;
+    }
   }
-  std::lock_guard<std::mutex> lk(mu_);
-  for (auto& th : started) bursts_.push_back(std::move(th));
+  if (started.empty()) {
+    // Nothing was released: the calls go back to held, none is lost.
+    std::lock_guard<std::mutex> lk(mu_);
+    outstanding_ -= n;
+    held_.insert(held_.end(), gate->items.begin(), gate->items.end());
+    throw DriverError("simulated driver: release() could not start a thread (" + failure +
+                      "); nothing was released, the destructor calls stay held");
+  }
+  {
+    std::lock_guard<std::mutex> lk(gate->mu);
+    gate->threads = started.size();
+    gate->go = true;
+  }
+  gate->cv.notify_all();
+  const std::size_t got = started.size();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& th : started) bursts_.push_back(std::move(th));
+  }
+  if (got < want) {
+    throw DriverError("simulated driver: release() started " + std::to_string(got) + " of " +
+                      std::to_string(want) + " threads (" + failure + "); all " + std::to_string(n) +
+                      " destructor calls were released with " + std::to_string(got));
+  }
   return n;
 }
 
@@ -199,6 +269,43 @@ void SimulatedDriver::fail_next_creates(int n) {
 void SimulatedDriver::fail_next_retains(int n) {
   std::lock_guard<std::mutex> lk(mu_);
   fail_retains_ = n;
+}
+
+void SimulatedDriver::fail_next_thread_starts(int n) {
+  fail_thread_starts_.store(n, std::memory_order_relaxed);  // test setting
+}
+
+void SimulatedDriver::fail_next_message_allocs(int n) {
+  std::lock_guard<std::mutex> lk(mu_);
+  fail_message_allocs_ = n;
+}
+
+std::uint64_t SimulatedDriver::lost_in_fork() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return lost_in_fork_;
+}
+
+void SimulatedDriver::after_fork_child() noexcept {
+  // One thread exists in the child.  The locks may have been held by a
+  // thread that is gone: make new ones.  The thread handles name threads that
+  // do not exist here: never join or detach them, forget them (leaked).
+  new (&mu_) std::mutex;
+  new (&cv_) std::condition_variable;
+  new (&idle_cv_) std::condition_variable;
+  new std::thread(std::move(worker_));  // leaked on purpose: not joinable here
+  for (auto& th : bursts_) new std::thread(std::move(th));  // likewise
+  bursts_.clear();
+  // Calls that were running on those threads (the worker's current one and
+  // every burst's) never finish in the child; what is still in due_ will.
+  lost_in_fork_ += outstanding_ > due_.size() ? outstanding_ - due_.size() : 0;
+  running_ = 0;
+  outstanding_ = due_.size();
+  stop_ = false;
+  try {
+    worker_ = start_thread([this] { worker(); });
+  } catch (...) {
+    // No worker: due calls stay due; wait_idle() reports false.
+  }
 }
 
 }  // namespace deferred_cleanup

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,7 +29,7 @@ namespace deferred_cleanup {
 ///
 /// Thread: members are called from the main thread; destructors run on the
 /// driver's own thread or, for a burst, on `threads` burst threads that start
-/// together at a barrier.
+/// together at a start gate.
 /// Memory ordering: the work list is guarded by `mu_`; a destructor call
 /// happens-after the destroy() that released the last reference (mutex
 /// release/acquire, thread start).
@@ -53,7 +54,8 @@ class SimulatedDriver final : public Driver {
   /// Number of destructor calls currently held back.
   std::size_t held() const;
   /// Release every held destructor call in one burst from `threads` threads
-  /// that start together at a barrier.  Returns at once; wait_idle() waits.
+  /// that start together at a start gate.  Returns at once; wait_idle() waits.
+  /// Throws DriverError when a thread cannot be started (see the binding).
   /// @return the number of calls released
   std::size_t release(int threads);
   /// Wait until every due destructor call (not held) has returned.
@@ -64,10 +66,30 @@ class SimulatedDriver final : public Driver {
   /// The next `n` attach() calls create the user object, then fail to hand it
   /// to the graph (the destructor then fires at once).
   void fail_next_retains(int n);
-  /// steady_clock time (ns) at which the last burst's threads passed the
-  /// barrier, or 0.
+  /// Test hook: the next `n` native threads this driver starts fail with
+  /// std::system_error (EAGAIN), as when the system refuses a thread.
+  void fail_next_thread_starts(int n);
+  /// Test hook: the next `n` error messages attach() builds throw
+  /// std::bad_alloc while being built (before any ownership changes hands).
+  void fail_next_message_allocs(int n);
+  /// Destructor calls lost in a fork() child: they were running on a thread
+  /// that does not exist in the child.
+  std::uint64_t lost_in_fork() const;
+  /// Make the driver usable in a fork() child: new locks, no inherited
+  /// thread handles (never joined: the threads do not exist here), a new
+  /// worker thread for the calls still due.
+  ///
+  /// Thread: the forking thread, in the child, before any other thread
+  /// exists.  Blocks: starts a thread.
+  /// Memory ordering: plain; the child has one thread.
+  /// Errors: none thrown; if the worker cannot be started, due calls stay
+  /// due (counted as not delivered).
+  /// Source: POSIX fork(2): only the calling thread is duplicated.
+  void after_fork_child() noexcept;
+  /// steady_clock time (ns) at which the last burst's threads were let go,
+  /// or 0.
   std::int64_t last_release_ns() const {
-    return last_release_ns_.load(std::memory_order_acquire);  // pairs with the burst barrier's release store
+    return last_release_ns_.load(std::memory_order_acquire);  // pairs with the burst's release store
   }
   /// Destructor calls delivered so far.
   std::uint64_t delivered() const {
@@ -87,6 +109,8 @@ class SimulatedDriver final : public Driver {
   void unref(UserObject* uo);  // requires mu_ held
   void worker();
   void join_bursts();
+  std::thread start_thread(std::function<void()> fn);  // honours fail_thread_starts_
+  std::string message(const char* text);               // honours fail_message_allocs_
 
   mutable std::mutex mu_;
   std::condition_variable cv_;       // work for the worker, or stop
@@ -100,6 +124,10 @@ class SimulatedDriver final : public Driver {
   std::size_t outstanding_ = 0;   // due or running, not held
   int fail_creates_ = 0;
   int fail_retains_ = 0;
+  std::atomic<int> fail_thread_starts_{0};
+  int fail_message_allocs_ = 0;
+  std::uint64_t lost_in_fork_ = 0;
+  std::size_t running_ = 0;  // destructor calls running now (worker + bursts)
   std::vector<std::thread> bursts_;
   std::atomic<std::int64_t> last_release_ns_{0};
   std::atomic<std::uint64_t> delivered_{0};

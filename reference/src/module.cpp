@@ -2,9 +2,10 @@
 // project registers its own submodule; this file only wires them together.
 #include <pybind11/pybind11.h>
 
+#include "host.hpp"
+
 namespace deferred_cleanup::bindings {
-void register_probe(pybind11::module_& m);      // reference/src/probe.cpp
-void register_reference(pybind11::module_& m);  // reference/src/reference_bindings.cpp
+void register_probe(pybind11::module_& m);  // reference/src/probe.cpp
 }  // namespace deferred_cleanup::bindings
 
 PYBIND11_MODULE(_native, m) {
@@ -16,5 +17,9 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "deferred-cleanup native core: the pending-call probe and the reference queue";
   auto probe = m.def_submodule("probe", "CPython pending-call probe (measurements)");
   deferred_cleanup::bindings::register_probe(probe);
-  deferred_cleanup::bindings::register_reference(m);
+  // The host first (it chooses the variant and publishes the queue), then the
+  // Python API and the test hooks that use it.
+  deferred_cleanup::host::init_host(m);
+  deferred_cleanup::host::register_api(m);
+  deferred_cleanup::host::register_test_hooks(m);
 }

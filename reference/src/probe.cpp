@@ -128,8 +128,11 @@ int record_call(void* arg) {
 }
 
 // Foreign threads started by start_foreign_add; joined by join_foreign().
+// Allocated once and never destroyed: a thread the caller never joined must
+// not make the vector's destructor (at exit, after finalization) call
+// std::terminate on a joinable std::thread.
 std::mutex g_threads_mu;
-std::vector<std::thread> g_threads;
+std::vector<std::thread>& g_threads = *new std::vector<std::thread>;
 
 /// Run `fn` on a new foreign thread and wait for it (the caller keeps the GIL:
 /// the foreign thread never needs it).

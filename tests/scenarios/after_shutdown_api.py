@@ -1,48 +1,55 @@
-"""Scenario: the API after the reference's shutdown hook ran.
+"""Scenario: the API after the reference's exit sequence ran.
 
 usage: after_shutdown_api.py RESULT_PATH
-An atexit handler registered *before* importing deferred_cleanup runs after
-its hook (atexit is LIFO).  It tries attach(), drain_now() and destroy() and
-writes what happened to RESULT_PATH as JSON.
+The exit sequence runs after every Python atexit handler.  Code that runs
+later still can only be a finalizer during interpreter finalization: here
+the __del__ of an object that lives until its module is torn down.  It tries
+attach(), drain_now() and destroy() and writes what happened to RESULT_PATH
+as JSON.
 """
-import atexit
 import json
 import sys
 
+import deferred_cleanup as dc
+
 path = sys.argv[1]
-keep = {}
 
 
-def late():
-    import deferred_cleanup as dc
+class Late:
+    """Calls the API from __del__, during finalization (after the exit hook)."""
 
-    out = {"accepting": dc.counters()["accepting"], "host_alive": dc.counters()["host_alive"]}
-    before = sys.getrefcount(keep["obj"])
-    try:
-        keep["g"].attach(keep["obj"])
-        out["attach"] = "ok"
-    except dc.ShutdownError:
-        out["attach"] = "ShutdownError"
-    out["attach_refcount_delta"] = sys.getrefcount(keep["obj"]) - before
-    try:
-        dc.drain_now()
-        out["drain_now"] = "ok"
-    except dc.ShutdownError:
-        out["drain_now"] = "ShutdownError"
-    keep["g2"].destroy()  # its user object dies now: pushed, never cleaned, counted as leaked
-    out["destroy"] = "ok"
-    with open(path, "w") as f:
-        json.dump(out, f)
+    def __init__(self):
+        self.dc = dc
+        self.json = json
+        self.sys = sys
+        self.driver = dc.SimulatedDriver()
+        self.driver._test_release_at_exit(1)  # keep the driver alive until the backstop waits for it
+        self.obj = object()
+        self.g = self.driver.create_graph()
+        self.g2 = self.driver.create_graph()
+        self.g2.attach(object())
+
+    def __del__(self):
+        dc, out = self.dc, {}
+        c = dc.counters()
+        out["accepting"], out["host_alive"] = c["accepting"], c["host_alive"]
+        before = self.sys.getrefcount(self.obj)
+        try:
+            self.g.attach(self.obj)
+            out["attach"] = "ok"
+        except dc.ShutdownError:
+            out["attach"] = "ShutdownError"
+        out["attach_refcount_delta"] = self.sys.getrefcount(self.obj) - before
+        try:
+            dc.drain_now()
+            out["drain_now"] = "ok"
+        except dc.ShutdownError:
+            out["drain_now"] = "ShutdownError"
+        self.g2.destroy()  # its user object dies now: pushed, never cleaned, counted as leaked
+        out["destroy"] = "ok"
+        with open(path, "w") as f:
+            self.json.dump(out, f)
 
 
-atexit.register(late)
-
-import deferred_cleanup as dc  # noqa: E402  (after the atexit registration on purpose)
-
-driver = dc.SimulatedDriver()
-driver._test_release_at_exit(1)  # keep the driver alive until the backstop waits for it
-keep["obj"] = object()
-keep["g"] = driver.create_graph()
-keep["g2"] = driver.create_graph()
-keep["g2"].attach(object())
+late = Late()
 print(json.dumps({"created": 1}), flush=True)

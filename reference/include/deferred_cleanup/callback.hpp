@@ -10,12 +10,16 @@
 // So the destructor does two things and nothing else:
 //
 //   1. push its preallocated item onto the queue (a CAS loop, no allocation);
-//   2. try to schedule the drain (at most one outstanding Py_AddPendingCall,
-//      behind the in-flight gate; scheduling.hpp).
+//   2. make sure a pending call is outstanding (scheduling.hpp).  In the
+//      reference that is one seq_cst load of `scheduled_` when a call is
+//      already claimed, the common case under load (the fast path: no gate,
+//      no RMW); only otherwise the gate and the claim.  The comparison
+//      variants call schedule() every time, as cuda-core 1.2.0 does.
 //
 // It never calls the driver, never allocates, never waits (apart from
 // CPython's brief pending-call lock inside Py_AddPendingCall) and uses no
-// Python API other than Py_AddPendingCall.  It always pushes, even after
+// Python API other than Py_AddPendingCall (the cuda-core-1.2 variant also
+// calls Py_IsInitialized and the finalizing test, as shipped).  It always pushes, even after
 // shutdown began: a late item is then simply never cleaned, and the backstop
 // counts it as leaked.
 //
@@ -25,6 +29,9 @@
 // the cleanup.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/item.hpp"
 #include "deferred_cleanup/queue.hpp"
@@ -32,65 +39,140 @@
 
 namespace deferred_cleanup {
 
+/// Whether this fast-path hit should look at the age of the outstanding
+/// claim (scheduling.hpp, re-arming): about one item in 16, chosen by a
+/// multiplicative (Fibonacci) hash of the item's address.  No counter and no
+/// thread_local: a shared counter would add an RMW to the fast path, and a
+/// thread_local in a dlopen'ed module may allocate on first use in a thread
+/// (glibc's __tls_get_addr), which the destructor thread must not do.
+///
+/// Thread: any.  Never blocks.  Memory ordering: none.  Errors: none.
+/// Source: this project; Knuth, TAOCP vol. 3, 6.4 (multiplicative hashing).
+/// @param item the item just pushed
+/// @return true for about one item in 16
+inline bool sample_stale_check(const DeferredCleanupItem* item) noexcept {
+  const auto a = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(item));
+  return ((a * 0x9E3779B97F4A7C15ull) >> 60) == 0;
+}
+
 // [doc:callback]
-/// The body of a user-object destructor: push, then try to schedule.
+/// The body of a user-object destructor: push, then make sure a pending call
+/// is outstanding.
 ///
 /// Thread: any, typically a driver thread with no Python thread state; may run
 /// during or after finalization.  Never allocates, never waits except inside
-/// the host's add_pending_call.
-/// Memory ordering: push() is the release (seed) / seq_cst (reference)
-/// publication of the item; try_schedule() then claims scheduled_ (acq_rel /
-/// seq_cst).  In the reference, push and claim are both seq_cst, which with
-/// the drain's clear-then-take forbids the lost wakeup (queue.hpp).
+/// the host's add_pending_call.  Touches no statistics counter on the fast
+/// path.
+/// Memory ordering: push() (P::push) publishes the item.  Reference: push and
+/// check_scheduled() are seq_cst, so with the drain's seq_cst clear-then-take
+/// either the check sees the clear (and this producer schedules) or the take
+/// sees the push: no lost wakeup.  Comparison variants: schedule() with the
+/// shipped orders.
 /// Errors: none.  A refused pending call leaves the item queued for a retry.
 /// After shutdown the item stays queued and is counted as leaked.
 /// Source: cuda-python PR #2371; CUDA Driver API, cuUserObjectCreate
 /// (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC).
-/// @param queue the published queue
+/// @param q the published queue
 /// @param item the item preallocated for this user object
 /// @return the scheduling result (for statistics and tests)
-inline ScheduleResult on_user_object_destroyed(Queue& queue, DeferredCleanupItem* item) noexcept {
-  queue.stats.enqueued.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  queue.push(item);  // step 1: publish the item (wakeup.push)
-  const ScheduleResult r = try_schedule(queue, &pending_call);  // step 2: wakeup.check behind the gate
-  if (r == ScheduleResult::not_accepting) {
-    queue.stats.enqueued_late.fetch_add(1, std::memory_order_relaxed);  // statistics only
+template <class P>
+ScheduleResult on_user_object_destroyed(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
+  q.push(item);  // step 1: publish the item (wakeup.push)
+  if constexpr (P::fast_path) {
+    if (q.check_scheduled()) {  // step 2, fast path: a call is claimed (wakeup.check)
+      if constexpr (P::rearm) {
+        if (sample_stale_check(item)) {
+          return rearm_if_stale(q);
+        }
+      }
+      return ScheduleResult::already_scheduled;
+    }
   }
-  return r;
+  return schedule(q);  // step 2, slow path
 }
 // [end-doc:callback]
+
+/// The process-wide queue slot of policy P.  Published once, never freed.
+///
+/// Thread: any.  Never blocks.
+/// Memory ordering: written by publish_queue() (release CAS), read by
+/// published_queue() (acquire).
+/// Errors: none.
+/// Source: cuda-python PR #2371 (queue published once at module import).
+template <class P>
+inline std::atomic<BasicQueue<P>*> g_published_queue{nullptr};
+
+/// Publish the process-wide queue of policy P, once.
+///
+/// Thread: any (the CPython host calls it at module import).  Never blocks.
+/// Memory ordering: the successful CAS is acq_rel: release publishes the
+/// queue's initialisation to every published_queue() reader; acquire on
+/// failure makes the winner's queue fully visible to a losing caller.
+/// Errors: none; a losing caller gets the winner and should leak its
+/// candidate.
+/// Source: cuda-python PR #2371 (published once, atomically, at import).
+/// @param candidate a freshly constructed queue that is never freed
+/// @return the published queue (candidate if this call won)
+template <class P>
+BasicQueue<P>* publish_queue(BasicQueue<P>* candidate) noexcept {
+  BasicQueue<P>* expected = nullptr;
+  // Release: synchronizes with published_queue()'s acquire load; acquire on
+  // failure to see the winner's fields.
+  if (g_published_queue<P>.compare_exchange_strong(expected, candidate, std::memory_order_acq_rel,
+                                                   std::memory_order_acquire)) {
+    return candidate;
+  }
+  return expected;
+}
+
+/// The published queue of policy P, or nullptr before publication.
+///
+/// Thread: any, including driver threads.  Never blocks.
+/// Memory ordering: acquire; pairs with publish_queue()'s release CAS.
+/// Errors: none.
+/// Source: cuda-python PR #2371.
+/// @return the queue, or nullptr if none was published yet
+template <class P>
+BasicQueue<P>* published_queue() noexcept {
+  // Pairs with publish_queue().
+  return g_published_queue<P>.load(std::memory_order_acquire);
+}
 
 /// Destructor trampoline in the shape the CUDA driver (CUhostFn) and the
 /// simulated driver call: `void (*)(void*)`, argument = the item.
 ///
 /// Thread: any driver thread.  Never allocates or waits (see
 /// on_user_object_destroyed).
-/// Memory ordering: reads the published queue with acquire (published_queue);
-/// then as on_user_object_destroyed.
-/// Errors: none.  If no queue was ever published (impossible once the module
-/// imported) the item is dropped: leaked, never cleaned, never touched.
+/// Memory ordering: reads the published queue with acquire; then as
+/// on_user_object_destroyed.
+/// Errors: none.  If no queue of P was published (impossible once the module
+/// imported with that variant) the item is dropped: leaked, never touched.
 /// Source: CUDA Driver API, CUhostFn; cuda-python PR #2371.
 /// @param item_ptr the DeferredCleanupItem* registered with the user object
-inline void user_object_destructor(void* item_ptr) noexcept {
-  Queue* queue = published_queue();
-  if (queue != nullptr) {
-    on_user_object_destroyed(*queue, static_cast<DeferredCleanupItem*>(item_ptr));
+template <class P>
+void user_object_destructor(void* item_ptr) noexcept {
+  if (BasicQueue<P>* q = published_queue<P>()) {
+    on_user_object_destroyed(*q, static_cast<DeferredCleanupItem*>(item_ptr));
   }
 }
 
-/// Clean an item whose user object was never created.
+/// Clean an item whose user object was never created, on the calling thread.
 ///
-/// Thread: main thread (the thread that allocated the item); blocks as long as
-/// the cleanup does.
+/// Thread: the main thread (the CPython host hands an item refused off the
+/// main thread to on_user_object_destroyed instead, so that its cleanup runs
+/// on the main thread); blocks as long as the cleanup does.
 /// Memory ordering: none needed; the item was never published.
 /// Errors: none.
-/// Source: issue 3 Part 1.7 (exactly once when creation fails).
-/// @param queue the queue whose statistics are updated
+/// Source: this project (exactly once when creation fails: the driver never
+/// calls the destructor of a user object it did not create; CUDA Driver API,
+/// cuUserObjectCreate).
+/// @param q the queue whose statistics are updated
 /// @param item the never-published item; must not be used afterwards
-inline void cleanup_directly(Queue& queue, DeferredCleanupItem* item) noexcept {
+template <class P>
+void cleanup_directly(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
   run_cleanup(item);
-  queue.stats.direct_cleanups.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  queue.stats.cleaned.fetch_add(1, std::memory_order_relaxed);          // statistics only
+  q.stats.direct_cleanups.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  q.stats.cleaned.fetch_add(1, std::memory_order_relaxed);          // statistics only
 }
 
 }  // namespace deferred_cleanup

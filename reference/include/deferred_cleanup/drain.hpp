@@ -2,38 +2,46 @@
 //
 // A drain takes the whole list with head_.exchange(nullptr), reverses it to
 // push order and runs each cleanup exactly once.  It loops until a take comes
-// back empty, so items that arrive while cleanups run are either taken by the
-// next loop or, if they arrive after the last take, their producer sees
-// scheduled_ == false and makes a new pending call.
+// back empty.  Where it clears `scheduled_` is what the variants disagree on:
 //
-// Two ways in:
+//  * reference (clear_then_take): the pending call clears `scheduled_` first
+//    and only then takes.  An item the drain does not take was pushed after
+//    the clear in S, so its producer's check reads false and it schedules a
+//    new pending call.  Clear and take are seq_cst; the producer's push and
+//    check are seq_cst (queue.hpp): no lost wakeup, on any hardware.
+//  * seed and cuda-core-1.2 (take_clear_recheck): take until empty, then
+//    clear (release), then re-check `head_` (acquire) and reschedule if it is
+//    not empty, as PR #2371 describes ("picked up by its next loop iteration
+//    or cause another pending call to be scheduled after scheduled_ is
+//    cleared") and the 1.2.0 wheel does.  The re-check can read an old
+//    `head_` while the producer's claim reads the old `true`: the lost
+//    wakeup, which x86-64 shows (docs: "The lost wakeup on real hardware").
 //
-//  * pending_call(): the function given to Py_AddPendingCall.  It clears
-//    scheduled_ first and only then takes: clear-then-take is the consumer
-//    half of the store-buffering pair (queue.hpp), seq_cst in the reference.
-//    It always returns 0: a non-zero return would make CPython raise in
-//    whatever Python code happens to be running (Python/ceval_gil.c,
-//    make_pending_calls, v3.12.0), and a failed cleanup is not that code's
-//    business.
+// Two ways in for the reference:
 //
+//  * pending_call(): the function given to Py_AddPendingCall.
 //  * drain_at_entry(): called by every main-thread API entry point.  On
 //    3.10-3.12 a pending call added from a thread with no thread state does
 //    not run while the main thread stays busy in pure Python (gh-95820: the
 //    eval breaker is only recomputed on the main thread when the GIL changes
 //    hands).  The reference therefore drains directly at the next entry point
-//    when the queue is non-empty, which bounds the delay by the time to the
-//    next API call.  A direct drain does not clear scheduled_: a pending call
-//    may still be outstanding and clearing the flag would let a producer add
-//    a second one.  The outstanding call later finds the list empty (or takes
-//    newer items), which is harmless.  The seed variant only retries
-//    scheduling.  Off the main thread an entry point can only retry.
+//    when the queue is non-empty: the delay is bounded by the time to the
+//    next API call, and unbounded for a program that makes none.  A direct
+//    drain does not clear scheduled_: a pending call may still be outstanding
+//    and clearing the flag would let a producer add a second one.  The
+//    comparison variants only retry scheduling at entry points, as cuda-core
+//    does, which does nothing while a starved call keeps `scheduled_` set.
 //
-// Once the host is dead (shutdown.hpp) both ways return without touching any
-// item: whatever is queued is leaked on purpose and counted by the backstop.
+// Once the host is dead (shutdown.hpp) the reference's ways in return without
+// touching any item: whatever is queued is leaked on purpose and counted by
+// the backstop.  The comparison variants check finalization instead, as
+// shipped.
 //
 // Re-entrancy: a cleanup may run Python code, which may run another pending
-// call or call an entry point.  The nested drain sees draining() and returns;
-// the outer loop's next take collects what the nested one would have.
+// call or call an entry point.  In the reference the nested drain sees
+// draining() and returns; the outer loop's next take collects what the
+// nested one would have.  The comparison variants have no such guard, as
+// shipped: a nested pending call drains on its own.
 #pragma once
 
 #include <cstddef>
@@ -56,15 +64,16 @@ namespace deferred_cleanup {
 /// host's to report (sys.unraisablehook), so one bad payload never stops
 /// the rest.
 /// Source: cuda-python PR #2371.
-/// @param queue the queue whose statistics are updated
-/// @param list items returned by Queue::take_all()
+/// @param q the queue whose statistics are updated
+/// @param list items returned by take_all()
 /// @return the number of cleanups run
-inline std::size_t run_list(Queue& queue, DeferredCleanupItem* list) noexcept {
+template <class P>
+std::size_t run_list(BasicQueue<P>& q, DeferredCleanupItem* list) noexcept {
   std::size_t n = 0;
   while (list != nullptr) {
     DeferredCleanupItem* next = list->next;  // read before cleanup may free the item
     run_cleanup(list);
-    queue.stats.cleaned.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    q.stats.cleaned.fetch_add(1, std::memory_order_relaxed);  // statistics only
     ++n;
     list = next;
   }
@@ -74,54 +83,91 @@ inline std::size_t run_list(Queue& queue, DeferredCleanupItem* list) noexcept {
 /// Take and run until a take comes back empty.  Does not touch scheduled_.
 ///
 /// Thread: main thread.  Blocks as long as the cleanups do.
-/// Memory ordering: each take_all() is acquire (seed) / seq_cst (reference).
+/// Memory ordering: each take_all() is P::take (acquire or seq_cst).
 /// Errors: none.  Returns 0 without doing anything when called re-entrantly
 /// from a cleanup or when the host is dead.
 /// Source: cuda-python PR #2371.
-/// @param queue the queue to drain
+/// @param q the queue to drain
 /// @return the number of cleanups run
-inline std::size_t drain_all(Queue& queue) noexcept {
-  if (queue.draining() || !queue.host_alive()) {
+template <class P>
+std::size_t drain_all(BasicQueue<P>& q) noexcept {
+  if (q.draining() || !q.host_alive()) {
     return 0;
   }
-  queue.set_draining(true);
+  q.set_draining(true);
   std::size_t n = 0;
   for (;;) {
-    DeferredCleanupItem* list = queue.take_all();
+    DeferredCleanupItem* list = q.take_all();
     if (list == nullptr) {
       break;
     }
-    n += run_list(queue, list);
+    n += run_list(q, list);
   }
-  queue.set_draining(false);
+  q.set_draining(false);
   return n;
 }
 
-/// The pending-call function: clear scheduled_, then drain.
+/// The pending-call function of policy P.
+///
+/// reference: count the call as run; clear scheduled_, then drain.
+/// seed, cuda-core-1.2: if the host is finalizing, stop accepting, clear and
+/// return (leaking the queue, as shipped); otherwise take until empty, clear,
+/// re-check head_ and reschedule when it is not empty.
 ///
 /// Thread: main thread, called by the host's pending-call machinery with
 /// the GIL held (CPython: make_pending_calls / _PyEval_MakePendingCalls).
 /// Blocks as long as the cleanups do.
-/// Memory ordering: clear_schedule() then take_all(), both seq_cst in the
-/// reference: the consumer half of the store-buffering pair.  A producer
-/// whose push is not seen by our take must see our clear and schedule anew.
-/// Errors: none; always returns 0 so that CPython raises nothing in the
-/// interrupted Python code.  After the host died it returns 0 and touches
-/// nothing (counted in stats.pending_calls_ignored).
+/// Memory ordering: reference: clear() then take_all(), both seq_cst: the
+/// consumer half of the store-buffering pair.  Comparison variants: take
+/// (acquire) until empty, clear (release), recheck (acquire): a
+/// store-buffering pair that x86-TSO allows to lose the wakeup.
+/// Errors: none thrown.  Returns the host's after_drain() (0, or -1 with an
+/// exception set to deliver a KeyboardInterrupt or SystemExit raised by a
+/// cleanup); otherwise 0, so that CPython raises nothing in the interrupted
+/// Python code.  After the host died (reference) it touches nothing
+/// (counted in stats.pending_calls_ignored).
 /// Source: Python/ceval_gil.c make_pending_calls (v3.12.0): a non-zero
-/// return means "an exception is set"; cuda-python PR #2371.
-/// @param arg the Queue* given to add_pending_call
-/// @return 0, always
-inline int pending_call(void* arg) noexcept {
-  Queue& queue = *static_cast<Queue*>(arg);
-  if (!queue.host_alive()) {
-    queue.stats.pending_calls_ignored.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    return 0;
+/// return means "an exception is set"; cuda-python PR #2371;
+/// cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0, drain().
+/// @param arg the BasicQueue<P>* given to add_pending_call
+/// @return 0, or -1 with an exception set by the host
+template <class P>
+int pending_call(void* arg) noexcept {
+  BasicQueue<P>& q = *static_cast<BasicQueue<P>*>(arg);
+  const Host& host = q.host();
+  if constexpr (P::drain_shape == DrainShape::clear_then_take) {
+    if constexpr (P::rearm) {
+      q.call_gone();
+    }
+    if (!q.host_alive()) {
+      q.stats.pending_calls_ignored.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      return 0;
+    }
+    q.stats.drain_cycles.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    if constexpr (P::rearm) {
+      q.set_claimed_at(0);
+    }
+    q.clear();  // before the take: consumer half of the store-buffering pair
+    drain_all(q);
+  } else {
+    if constexpr (P::drain_checks_finalizing) {
+      if (host.finalizing != nullptr && host.finalizing()) {
+        q.close();
+        q.clear();
+        q.stats.leaked_finalizing.fetch_add(1, std::memory_order_relaxed);  // statistics only
+        return 0;  // as shipped: leak intact payloads during shutdown
+      }
+    }
+    q.stats.drain_cycles.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    while (DeferredCleanupItem* list = q.take_all()) {
+      run_list(q, list);
+    }
+    q.clear();  // after the take loop: release store
+    if (q.recheck()) {  // acquire load; may read an old head_ (store buffering)
+      schedule(q);
+    }
   }
-  queue.stats.drain_cycles.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  queue.clear_schedule();  // before the take: consumer half of the store-buffering pair
-  drain_all(queue);
-  return 0;
+  return host.after_drain != nullptr ? host.after_drain() : 0;
 }
 // [end-doc:drain]
 
@@ -129,41 +175,62 @@ inline int pending_call(void* arg) noexcept {
 ///
 /// Thread: returned to the caller of drain_at_entry().
 /// Memory ordering: n/a (a value).  Errors: n/a.
-/// Source: issue 3 Part 2c.
+/// Source: this project.
 enum class EntryAction : std::uint8_t {
   nothing,      ///< queue empty, host dead, or already draining
   drained,      ///< reference on the main thread: drained directly
-  rescheduled,  ///< retried scheduling (off the main thread, or the seed)
+  rescheduled,  ///< retried scheduling (off the main thread, or a comparison variant)
 };
 
 // [doc:entry]
 /// Called at every API entry point: bounded cleanup delay (gh-95820).
 ///
 /// Thread: any.  On the main thread of a reference queue it drains directly
-/// (blocking as long as the cleanups do); elsewhere, and always for the seed
-/// variant, it only retries scheduling.
+/// (blocking as long as the cleanups do) and re-arms a stale claim;
+/// elsewhere, and always for the comparison variants, it only retries
+/// scheduling, as cuda-core's entry points do.
 /// Memory ordering: the emptiness test is a relaxed snapshot: an item pushed
 /// after it is its producer's to schedule.  The drain itself uses take_all().
 /// Errors: none thrown.
 /// Source: gh-95820 (pending calls from a thread without a thread state
-/// starve while the main thread runs pure Python, 3.10-3.12); issue 3
-/// Part 2c.
-/// @param queue the queue
+/// starve while the main thread runs pure Python, 3.10-3.12);
+/// cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0
+/// (retry_deferred_cleanup()).
+/// @param q the queue
 /// @return what was done
-inline EntryAction drain_at_entry(Queue& queue) noexcept {
-  if (queue.empty_snapshot() || !queue.host_alive()) {
-    return EntryAction::nothing;
-  }
-  if (queue.variant() == Variant::reference && queue.host().is_main_thread()) {
-    if (queue.draining()) {
+template <class P>
+EntryAction drain_at_entry(BasicQueue<P>& q) noexcept {
+  if constexpr (P::direct_drain) {
+    if (!q.host_alive()) {
       return EntryAction::nothing;
     }
-    queue.stats.direct_drains.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    drain_all(queue);  // gh-95820: do not wait for a pending call that may starve
-    return EntryAction::drained;
+    if (q.host().is_main_thread()) {
+      EntryAction done = EntryAction::nothing;
+      if (!q.empty_snapshot() && !q.draining()) {
+        q.stats.direct_drains.fetch_add(1, std::memory_order_relaxed);  // statistics only
+        drain_all(q);  // gh-95820: do not wait for a pending call that may starve
+        done = EntryAction::drained;
+      }
+      if (q.scheduled_snapshot()) {
+        rearm_if_stale(q);  // restore the pending-call path after a lost call
+      }
+      return done;
+    }
+    if (q.empty_snapshot()) {
+      return EntryAction::nothing;
+    }
+    retry_schedule(q);
+    return EntryAction::rescheduled;
+  } else {
+    if constexpr (P::schedule_checks_finalizing) {
+      const Host& host = q.host();
+      if (host.finalizing != nullptr && host.finalizing()) {
+        return EntryAction::nothing;  // as shipped: retry_deferred_cleanup()
+      }
+    }
+    return retry_schedule(q) == ScheduleResult::empty ? EntryAction::nothing
+                                                      : EntryAction::rescheduled;
   }
-  retry_schedule(queue, &pending_call);
-  return EntryAction::rescheduled;
 }
 // [end-doc:entry]
 

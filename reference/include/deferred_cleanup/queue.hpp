@@ -1,4 +1,4 @@
-// queue.hpp: the process-wide intrusive MPSC queue and its three flags.
+// queue.hpp: the process-wide intrusive MPSC queue and its flags.
 //
 // Producers are driver threads running user-object destructors; there may be
 // any number of them and they hold no Python thread state.  The single
@@ -10,33 +10,38 @@
 // while producers race on them.
 //
 // Besides `head_` the queue carries:
-//   scheduled_   true while a pending call for the drain is outstanding, so
-//                any number of producers cause at most one pending call;
-//   accepting_   false once shutdown has begun: producers still push but no
-//                longer call into the host;
-//   in_flight_   number of producers between their `accepting_` check and
-//                the end of their host call (the in-flight gate, shutdown.hpp);
-//   alive_       false once the host may no longer run cleanups (after the
-//                final drain, or at the backstop).
+//   scheduled_          true while a pending call for the drain is claimed, so
+//                       any number of producers cause at most one pending call
+//                       (two after a re-arm, below);
+//   accepting_          false once shutdown closed the door: producers still
+//                       push but no longer call into the host;
+//   in_flight_          producers between their `accepting_` check and the end
+//                       of their host call (the in-flight gate, shutdown.hpp);
+//   alive_              false once the host may no longer run cleanups;
+//   calls_outstanding_  pending calls added and not yet run (at most two);
+//   claimed_at_ns_      when the outstanding claim was made (host clock), for
+//                       re-arming a claim whose pending call never runs.
 //
 // Store buffering (the lost wakeup).  A producer does  push(head_) ; read
-// scheduled_.  The drain does  clear(scheduled_) ; read head_.  Under
-// acquire/release both reads may miss the other side's write (the classic SB
-// shape): the producer sees "already scheduled" and makes no pending call,
-// the drain sees an empty list and returns, and the item waits for the next
-// unrelated wakeup: a lost wakeup.  seq_cst on all four operations puts them in
-// one total order S, and whichever write comes first in S is seen by the
-// other side's read.  The in-flight gate has the same shape (in_flight_++ ;
-// read accepting_  vs  accepting_=false ; read in_flight_) and the same
-// remedy.  The seed variant keeps acquire/release, as the seed design does
-// (cuda-python PR #2371), so tests and the litmus files can compare the two.
+// scheduled_.  The reference's drain does  clear(scheduled_) ; read head_.
+// Under acquire/release both reads may miss the other side's write (the
+// classic SB shape): the producer sees "already scheduled" and makes no
+// pending call, the drain sees an empty list and returns, and the item waits
+// for the next unrelated wakeup: a lost wakeup.  seq_cst on all four
+// operations puts them in one total order S, and whichever write comes first
+// in S is seen by the other side's read.  The in-flight gate has the same
+// shape (in_flight_++ ; read accepting_  vs  accepting_=false ; read
+// in_flight_) and the same remedy.
 //
-// Each atomic operation that belongs to one of those pairs ends its source
-// line with a `[litmus:NAME]` tag.  On that line the first std::memory_order
-// token is the reference's order and the second the seed's; order() picks one
-// at run time.  (A run-time order is legal C++; GCC then emits its strongest
-// form, so the seed's weakness is shown by the litmus tests and the model,
-// not by this build on x86.)
+// The comparison variants drain the other way round (take until empty, then
+// clear, then re-check head_).  There the SB pair is the drain's clear and
+// re-check against the producer's push and claim; with a release clear and an
+// acquire re-check it is allowed, and on x86-64 it happens: the clear is a
+// plain `mov` that can wait in the store buffer while the re-check reads an
+// old head_ (docs: "The lost wakeup on real hardware").
+//
+// Every order is a constant of the policy (policy.hpp), so each variant
+// compiles to its own instruction shape.
 //
 // The queue is published once, at module import, through an atomic pointer
 // and never freed: a destructor callback that arrives arbitrarily late (after
@@ -48,93 +53,80 @@
 #include <cstdint>
 
 #include "deferred_cleanup/item.hpp"
+#include "deferred_cleanup/policy.hpp"
 
 namespace deferred_cleanup {
 
 struct Host;  // scheduling.hpp: how the queue reaches its host (CPython or a fake)
 
-/// Which ordering and shutdown discipline a queue follows.
-///
-/// Thread: fixed at construction, read from any thread.
-/// Memory ordering: immutable after construction.
-/// Errors: none.
-/// Source: cuda-python PR #2371 (seed); issue 3 Part 2 (reference).
-enum class Variant : std::uint8_t {
-  reference,  ///< seq_cst on the store-buffering pairs, atexit hook + gate + final drain, direct drain
-  seed,       ///< acquire/release, Py_AtExit only, no gate wait, no final drain, no direct drain
-};
-
 /// Relaxed statistics counters.  Every counter is incremented with
 /// std::memory_order_relaxed: they order nothing and are read as a snapshot.
+/// None is touched on the producer's fast path.
 ///
 /// Thread: any thread increments; any thread reads.
 /// Memory ordering: relaxed; a snapshot may mix values from different moments.
 /// Errors: none.
-/// Source: this project (counters named in issue 3).
+/// Source: this project (docs: "Troubleshooting" reads them).
 struct Stats {
   std::atomic<std::uint64_t> created{0};             ///< items allocated (user objects attempted)
-  std::atomic<std::uint64_t> enqueued{0};            ///< items pushed by destructor callbacks
-  std::atomic<std::uint64_t> enqueued_late{0};       ///< of those, pushed when no longer accepting
+  std::atomic<std::uint64_t> enqueued_late{0};       ///< pushed when no longer accepting
   std::atomic<std::uint64_t> cleaned{0};             ///< cleanups run (drains + direct cleanups)
-  std::atomic<std::uint64_t> direct_cleanups{0};     ///< cleanups run because user-object creation failed
+  std::atomic<std::uint64_t> direct_cleanups{0};     ///< cleanups of never-created user objects
   std::atomic<std::uint64_t> schedule_attempts{0};   ///< host add_pending_call calls made
   std::atomic<std::uint64_t> schedule_failures{0};   ///< of those, refused (returned -1)
   std::atomic<std::uint64_t> pending_calls{0};       ///< of those, accepted (returned 0)
   std::atomic<std::uint64_t> drain_cycles{0};        ///< pending calls that ran a drain
-  std::atomic<std::uint64_t> pending_calls_ignored{0};  ///< pending calls that ran after the host died
+  std::atomic<std::uint64_t> pending_calls_ignored{0};  ///< pending calls that found the host dead
   std::atomic<std::uint64_t> direct_drains{0};       ///< drains run directly at an entry point
   std::atomic<std::uint64_t> retries{0};             ///< scheduling retries from entry points
+  std::atomic<std::uint64_t> rearms{0};              ///< stale claims re-armed (extra pending call)
   std::atomic<std::uint64_t> leaked_at_shutdown{0};  ///< items left in the queue at the backstop
+  std::atomic<std::uint64_t> leaked_finalizing{0};   ///< drains skipped: host finalizing (leak)
   std::atomic<std::uint64_t> gate_timeouts{0};       ///< shutdown gave up waiting for the gate
-  /// host add_pending_call calls made after mark_host_dead(): the hazard the
-  /// in-flight gate closes.  Always 0 in the reference (shutdown waits for
-  /// every producer inside the gate before marking the host dead) unless
-  /// gate_timeouts is non-zero; the seed's held producer makes it 1.
-  std::atomic<std::uint64_t> host_calls_after_teardown{0};
+  std::atomic<std::uint64_t> forks{0};               ///< at-fork resets in a child
 };
 
-/// The process-wide MPSC queue plus its scheduling and shutdown flags.
+// [doc:queue]
+/// The process-wide MPSC queue plus its scheduling and shutdown flags, with
+/// the memory orders and protocol shape of policy `P`.
 ///
-/// Thread: push(), claim_schedule(), unclaim_schedule(), gate_enter() and
-/// gate_leave() from any thread (producers); take_all(), clear_schedule() and
-/// the drain flag from the consumer (main) thread only; close(), in_flight()
-/// and mark_host_dead() from the shutdown path on the main thread or the
-/// backstop.  Nothing blocks: every operation is one atomic instruction or a
-/// CAS loop that retries only when another producer won.
-/// Memory ordering: see each member and the essay above.
+/// Thread: push(), check_scheduled(), claim(), unclaim(), gate_enter(),
+/// gate_leave(), head_nonempty() from any thread (producers); take_all(),
+/// clear(), recheck() and the drain flag from the consumer (main) thread;
+/// close(), in_flight() and mark_host_dead() from the shutdown path.  Nothing
+/// blocks: every operation is one atomic instruction or a CAS loop that
+/// retries only when another thread won.
+/// Memory ordering: each member names its order (a constant of `P`) and what
+/// it synchronizes with; the essay above gives the two handshakes.
 /// Errors: none; no operation can fail.
 /// Source: cuda-python PR #2371 (queue shape); Treiber, "Systems Programming:
 /// Coping with Parallelism" (IBM RJ 5118, 1986) for the CAS stack.
-class Queue {
+template <class P>
+class BasicQueue {
  public:
+  using Policy = P;
+
   /// Construct an idle queue: empty, not scheduled, accepting, host alive.
   ///
   /// Thread: any (the CPython host constructs it at module import, then
-  /// publishes it with publish_queue()).  Never blocks.
+  /// publishes it).  Never blocks.
   /// Memory ordering: plain initialisation; made visible to other threads by
-  /// the release in publish_queue().
+  /// the release of the publication (publish_queue()).
   /// Errors: none.
-  /// Source: issue 3, "shutdown state is initialised explicitly at import".
-  /// @param variant reference or seed discipline, fixed for the queue's life
+  /// Source: cuda-python PR #2371 (queue published once at import).
   /// @param host the host the scheduling and drain functions call; must
   ///        outlive the queue (in practice: static storage)
-  Queue(Variant variant, const Host* host) noexcept : variant_(variant), host_(host) {
-    head_.store(nullptr, std::memory_order_relaxed);     // published by publish_queue's release CAS
-    scheduled_.store(false, std::memory_order_relaxed);  // likewise
-    accepting_.store(true, std::memory_order_relaxed);   // likewise
-    in_flight_.store(0, std::memory_order_relaxed);      // likewise
-    alive_.store(true, std::memory_order_relaxed);       // likewise
-  }
+  explicit BasicQueue(const Host* host) noexcept : host_(host) {}
 
-  Queue(const Queue&) = delete;
-  Queue& operator=(const Queue&) = delete;
+  BasicQueue(const BasicQueue&) = delete;
+  BasicQueue& operator=(const BasicQueue&) = delete;
 
-  /// The discipline chosen at construction.
+  /// The variant of `P`.
   ///
-  /// Thread: any.  Memory ordering: immutable.  Errors: none.
-  /// Source: issue 3 (seed variant switch).
-  /// @return the queue's variant
-  Variant variant() const noexcept { return variant_; }
+  /// Thread: any.  Memory ordering: n/a (a constant).  Errors: none.
+  /// Source: policy.hpp.
+  /// @return P::variant
+  static constexpr Variant variant() noexcept { return P::variant; }
 
   /// The host given at construction.
   ///
@@ -143,41 +135,30 @@ class Queue {
   /// @return the host; valid for the queue's life
   const Host& host() const noexcept { return *host_; }
 
-  /// Pick the memory order of the current variant.
-  ///
-  /// Thread: any.  Memory ordering: none of its own.  Errors: none.
-  /// Source: issue 3 Part 2a.
-  /// @param reference the order the reference uses
-  /// @param seed the order the seed variant uses
-  /// @return `reference` for Variant::reference, `seed` for Variant::seed
-  std::memory_order order(std::memory_order reference, std::memory_order seed) const noexcept {
-    return variant_ == Variant::seed ? seed : reference;
-  }
-
   // [doc:queue-push]
   /// Push one item (producer side).
   ///
   /// Thread: any thread, typically a driver thread with no Python thread
   /// state.  Lock-free: the CAS loop only repeats when another producer or
   /// the consumer changed `head_` in between.  Never allocates.
-  /// Memory ordering: the successful CAS is release (seed) or seq_cst
-  /// (reference).  Release publishes the item's fields to the consumer's
-  /// take_all(); seq_cst additionally puts the push in the total order with
-  /// the producer's later claim_schedule() and the drain's clear_schedule()
-  /// / take_all(), which forbids the store-buffering lost wakeup.
+  /// Memory ordering: the successful CAS is P::push (release in the
+  /// comparison variants, seq_cst in the reference).  Release publishes the
+  /// item's fields to the consumer's take_all(); seq_cst also puts the push
+  /// in S before this producer's check of `scheduled_`.
   /// Errors: none.
-  /// Source: cuda-python PR #2371; Treiber stack; folly's UMPSCQueue reports
-  /// the empty->non-empty transition the same way.
+  /// Source: cuda-python PR #2371; Treiber stack.  Reporting the
+  /// empty -> non-empty transition follows folly's AtomicIntrusiveLinkedList
+  /// (insertHead returns whether the list was empty).
   /// @param item item to push; must not be in any list
-  /// @return true when the list was empty before this push (the transition a
-  ///         producer may use to decide that it must wake the consumer)
+  /// @return true when the list was empty before this push
   bool push(DeferredCleanupItem* item) noexcept {
     // Relaxed first read: only a guess for the CAS; the CAS validates it.
     DeferredCleanupItem* expected = head_.load(std::memory_order_relaxed);
     do {
       item->next = expected;  // plain store, published by the CAS below
-      // Serialization point with the consumer's exchange in take_all(): release publishes item->next and the payload; seq_cst also orders it before our claim_schedule() against the drain's clear_schedule() (store buffering).
-    } while (!head_.compare_exchange_weak(expected, item, order(std::memory_order_seq_cst, std::memory_order_release), std::memory_order_relaxed));  // [litmus:wakeup.push]
+      // Success order P::push: publishes item->next and the payload to the
+      // consumer's exchange (take); seq_cst in the reference (wakeup.push).
+    } while (!head_.compare_exchange_weak(expected, item, P::push, std::memory_order_relaxed));
     return expected == nullptr;
   }
   // [end-doc:queue-push]
@@ -186,18 +167,17 @@ class Queue {
   /// Take every queued item at once and return them oldest first.
   ///
   /// Thread: the consumer (main thread) only.  Never blocks; O(n) to reverse.
-  /// Memory ordering: the exchange is acquire (seed) or seq_cst (reference).
-  /// Acquire synchronizes with every push CAS it reads (release sequence of
-  /// CAS operations on head_), so all item fields are visible.  seq_cst also
-  /// orders it after the drain's clear_schedule(): with the producer's
-  /// push/claim pair that forbids the lost wakeup.
+  /// Memory ordering: the exchange is P::take (acquire or seq_cst).  Acquire
+  /// synchronizes with every push CAS it reads (a release sequence of RMWs on
+  /// head_), so all item fields are visible.  seq_cst in the reference also
+  /// puts it in S after the drain's clear().
   /// Errors: none.
   /// Source: cuda-python PR #2371 (the drain takes the whole list with
   /// head_.exchange(nullptr)).
   /// @return the taken items in FIFO order linked through `next`, or nullptr
   DeferredCleanupItem* take_all() noexcept {
-    // Synchronizes with every producer's push CAS (release sequence on head_); seq_cst in the reference so it cannot be ordered before the drain's clear_schedule() (store buffering).
-    DeferredCleanupItem* lifo = head_.exchange(nullptr, order(std::memory_order_seq_cst, std::memory_order_acquire));  // [litmus:wakeup.take]
+    // Synchronizes with every producer's push CAS (wakeup.take).
+    DeferredCleanupItem* lifo = head_.exchange(nullptr, P::take);
     DeferredCleanupItem* fifo = nullptr;
     while (lifo != nullptr) {
       DeferredCleanupItem* next = lifo->next;
@@ -209,10 +189,9 @@ class Queue {
   }
   // [end-doc:queue-take]
 
-  /// Whether the queue looked empty at some instant.  Snapshot only: the
-  /// answer may be stale before the caller reads it; use it for statistics
-  /// and to skip needless work, never for a correctness decision that a
-  /// later take_all() does not re-check.
+  /// Whether the queue looked empty at some instant.  Snapshot only: use it
+  /// to skip needless work, never for a decision that a later take_all()
+  /// does not re-check.
   ///
   /// Thread: any.  Never blocks.
   /// Memory ordering: relaxed load; synchronizes with nothing.
@@ -220,84 +199,138 @@ class Queue {
   /// Source: this project.
   /// @return true if head_ was null when read
   bool empty_snapshot() const noexcept {
-    return head_.load(std::memory_order_relaxed) == nullptr;  // snapshot only; no ordering needed
+    // Snapshot only; no ordering needed.
+    return head_.load(std::memory_order_relaxed) == nullptr;
+  }
+
+  /// The comparison variants' test of `head_` before claiming (schedule()
+  /// returns when it reads null).
+  ///
+  /// Thread: any.  Never blocks.
+  /// Memory ordering: P::check (acquire): synchronizes with the push CAS it
+  /// reads.
+  /// Errors: none.
+  /// Source: cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core
+  /// 1.2.0, schedule().
+  /// @return true if head_ was not null when read
+  bool head_nonempty() const noexcept {
+    // Reads a push CAS (wakeup.check in the comparison variants).
+    return head_.load(P::check) != nullptr;
+  }
+
+  /// The drain's re-check of `head_` after clearing `scheduled_`
+  /// (take_clear_recheck shape only).
+  ///
+  /// Thread: consumer (main thread).  Never blocks.
+  /// Memory ordering: P::recheck (acquire).  With the release clear() before
+  /// it, this is the consumer half of a store-buffering pair that
+  /// acquire/release does not forbid and x86-TSO does not either.
+  /// Errors: none.
+  /// Source: cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core
+  /// 1.2.0, drain().
+  /// @return true if head_ was not null when read
+  bool recheck() const noexcept {
+    // After the clear in program order, but not in S (wakeup.recheck).
+    return head_.load(P::recheck) != nullptr;
+  }
+
+  /// The reference's fast-path check: is a pending call already claimed?
+  ///
+  /// Thread: any producer, right after its push.  Never blocks.
+  /// Memory ordering: P::check (seq_cst): in S after this producer's push.
+  /// If it reads true from a claim whose drain has not cleared yet, that
+  /// drain's clear and take come later in S and its take sees the push; if
+  /// the clear came first in S, this load reads false and the producer
+  /// claims itself.
+  /// Errors: none.
+  /// Source: this project (docs/design/callback).
+  /// @return scheduled_ as read
+  bool check_scheduled() const noexcept {
+    // In S after our push; pairs with the drain's clear (wakeup.check).
+    return scheduled_.load(P::check);
   }
 
   /// Try to become the one producer that schedules the drain: scheduled_
-  /// false -> true in one atomic exchange.
+  /// false -> true.
   ///
   /// Thread: any.  Never blocks.
-  /// Memory ordering: acq_rel (seed) or seq_cst (reference).  It reads the
-  /// value written by the drain's clear_schedule(); seq_cst keeps it after
-  /// this producer's push in the single total order, so either it sees the
-  /// clear (and schedules) or the drain's take_all() sees the push.
+  /// Memory ordering: P::claim.  The reference uses an exchange (seq_cst);
+  /// the comparison variants a strong CAS (acq_rel, failure relaxed), as
+  /// shipped.  Either reads the latest value in scheduled_'s modification
+  /// order.
   /// Errors: none.
   /// Source: cuda-python PR #2371 (at most one outstanding pending call).
   /// @return true if this call changed scheduled_ from false to true
-  bool claim_schedule() noexcept {
-    // Pairs with the drain's clear_schedule() (store buffering with our earlier push); the exchange always reads the latest value in scheduled_'s modification order.
-    return !scheduled_.exchange(true, order(std::memory_order_seq_cst, std::memory_order_acq_rel));  // [litmus:wakeup.check]
+  bool claim() noexcept {
+    if constexpr (P::variant == Variant::reference) {
+      // RMW, reads the drain's clear or a later claim (wakeup.claim).
+      return !scheduled_.exchange(true, P::claim);
+    } else {
+      bool expected = false;
+      // As shipped: CAS with acq_rel, failure relaxed (wakeup.claim).
+      return scheduled_.compare_exchange_strong(expected, true, P::claim,
+                                                std::memory_order_relaxed);
+    }
   }
 
   /// Give the claim back after the host refused the pending call, so the next
   /// enqueue or entry point retries.
   ///
   /// Thread: the producer that holds the claim.  Never blocks.
-  /// Memory ordering: release; a later claim_schedule() (acquire or stronger)
-  /// sees it.  The item stays queued, so no lost wakeup: whoever claims next
-  /// makes the pending call that drains it.
+  /// Memory ordering: release; read by a later claim()'s RMW.  The item stays
+  /// queued, so nothing is lost: whoever claims next drains it.
   /// Errors: none.
-  /// Source: issue 3 Part 1.4 (on -1, scheduled_ returns to false).
-  void unclaim_schedule() noexcept {
-    scheduled_.store(false, std::memory_order_release);  // read by the next producer's claim_schedule() exchange
+  /// Source: cuda-python PR #2371 (on -1, scheduled_ returns to false).
+  void unclaim() noexcept {
+    // Read by the next producer's claim() RMW.
+    scheduled_.store(false, std::memory_order_release);
   }
 
   // [doc:queue-clear]
-  /// Clear scheduled_ at the start of a pending-call drain, before taking the
-  /// list.
+  /// Clear scheduled_ in the drain.
   ///
   /// Thread: consumer (main thread), in the pending call.  Never blocks.
-  /// Memory ordering: release (seed) or seq_cst (reference).  It must come
-  /// before the following take_all() in the total order; with release only,
-  /// the store may sit in a store buffer while take_all() reads an old head_,
-  /// and a producer may read the old `true`: the lost wakeup.
+  /// Memory ordering: P::clear.  In the reference (seq_cst, before the take)
+  /// it comes before the following take_all() in S: with release only, the
+  /// store may sit in a store buffer while the take reads an old head_, and
+  /// a producer may read the old `true`: the lost wakeup.
   /// Errors: none.
-  /// Source: cuda-python PR #2371 (drain clears the flag, then drains).
-  void clear_schedule() noexcept {
-    // Pairs with producers' claim_schedule(); seq_cst orders it before our take_all() against their push (store buffering).
-    scheduled_.store(false, order(std::memory_order_seq_cst, std::memory_order_release));  // [litmus:wakeup.clear]
+  /// Source: cuda-python PR #2371 (the drain clears the flag).
+  void clear() noexcept {
+    // Pairs with producers' check_scheduled()/claim() (wakeup.clear).
+    scheduled_.store(false, P::clear);
   }
   // [end-doc:queue-clear]
 
-  /// Whether a pending call looked outstanding.  Snapshot only (statistics
-  /// and tests).
+  /// Whether a pending call looked claimed.  Snapshot only.
   ///
   /// Thread: any.  Memory ordering: relaxed.  Errors: none.
   /// Source: this project.
   /// @return scheduled_ at some instant
   bool scheduled_snapshot() const noexcept {
-    return scheduled_.load(std::memory_order_relaxed);  // snapshot only
+    // Snapshot only.
+    return scheduled_.load(std::memory_order_relaxed);
   }
 
   // [doc:gate]
-  /// Enter the in-flight gate: announce this producer, then check that the
-  /// host still accepts pending calls.  On false the producer has already
-  /// left the gate and must not call the host.
+  /// Enter the in-flight gate (reference): announce this producer, then check
+  /// that the host still accepts pending calls.  On false the producer has
+  /// already left the gate and must not call the host.
   ///
   /// Thread: any producer.  Never blocks.
-  /// Memory ordering: the increment and the check are seq_cst in the
-  /// reference (relaxed / acquire in the seed).  They form a store-buffering
-  /// pair with shutdown's close() then in_flight(): in the total order either
-  /// shutdown's read sees our increment (and waits for our gate_leave()), or
-  /// our check sees accepting_ == false (and we do not call the host).
+  /// Memory ordering: the increment (P::gate_enter) and the check
+  /// (P::gate_check) are seq_cst.  They form a store-buffering pair with
+  /// shutdown's close() then in_flight(): in S either shutdown's read sees
+  /// our increment (and waits for our gate_leave()), or our check sees
+  /// accepting_ == false (and we do not call the host).
   /// Errors: none.
-  /// Source: issue 3 Part 2b (in-flight gate).
+  /// Source: this project (docs/design/shutdown).
   /// @return true if the producer is inside the gate and may call the host
   bool gate_enter() noexcept {
-    // Announces us to shutdown's in_flight() read; seq_cst so it is ordered before our accepting_ check against shutdown's close (store buffering).
-    in_flight_.fetch_add(1, order(std::memory_order_seq_cst, std::memory_order_relaxed));  // [litmus:gate.enter]
-    // Pairs with shutdown's close(); seq_cst: see gate.enter.
-    if (accepting_.load(order(std::memory_order_seq_cst, std::memory_order_acquire))) {  // [litmus:gate.check]
+    static_assert(P::gate, "only the reference has an in-flight gate");
+    // Announces us to shutdown's in_flight() read (gate.enter).
+    in_flight_.fetch_add(1, P::gate_enter);
+    if (accepting()) {
       return true;
     }
     gate_leave();
@@ -308,61 +341,70 @@ class Queue {
   ///
   /// Thread: the producer that entered.  Never blocks.
   /// Memory ordering: release: synchronizes with shutdown's in_flight() load
-  /// (acquire or stronger) that reads the decremented value, so the host
-  /// call happens-before shutdown proceeds.
+  /// that reads the decremented value, so the host call happens-before
+  /// shutdown proceeds.
   /// Errors: none.
-  /// Source: issue 3 Part 2b.
+  /// Source: this project (docs/design/shutdown).
   void gate_leave() noexcept {
-    in_flight_.fetch_sub(1, std::memory_order_release);  // read by shutdown's in_flight() wait loop
+    // Read by shutdown's in_flight() wait loop (litmus-mp: gate.leave).
+    in_flight_.fetch_sub(1, std::memory_order_release);
+  }
+
+  /// Whether the host still accepts pending calls from producers.
+  ///
+  /// Thread: any.  Never blocks.
+  /// Memory ordering: P::gate_check: seq_cst inside the reference's gate
+  /// (see gate_enter); acquire in the comparison variants, pairing with
+  /// close()'s release.
+  /// Errors: none.
+  /// Source: cuda-python PR #2371 (accepting_).
+  /// @return accepting_ as read
+  bool accepting() const noexcept {
+    // Pairs with close() (gate.check).
+    return accepting_.load(P::gate_check);
   }
 
   /// Stop accepting: from now on producers still push but never call the
   /// host.
   ///
-  /// Thread: the shutdown path (main thread in the atexit hook, or the
-  /// backstop).  Never blocks.
-  /// Memory ordering: seq_cst (reference) / release (seed); see gate_enter().
+  /// Thread: the shutdown path (the exit hook on the main thread, the
+  /// backstop, or a comparison variant's producer that saw finalization).
+  /// Never blocks.
+  /// Memory ordering: P::gate_close (seq_cst in the reference, release in the
+  /// comparison variants); see gate_enter().
   /// Errors: none.
-  /// Source: issue 3 Part 2b.
+  /// Source: cuda-python PR #2371 (stop()).
   void close() noexcept {
-    // Pairs with producers' gate_enter() check; seq_cst orders it before our in_flight() read (store buffering).
-    accepting_.store(false, order(std::memory_order_seq_cst, std::memory_order_release));  // [litmus:gate.close]
+    // Pairs with producers' accepting() (gate.close).
+    accepting_.store(false, P::gate_close);
   }
   // [end-doc:gate]
 
   /// Number of producers inside the gate, as read by the shutdown wait loop.
   ///
   /// Thread: the shutdown path.  Never blocks.
-  /// Memory ordering: seq_cst (reference) / acquire (seed): synchronizes with
-  /// each gate_leave() it observes, and with close() forms the gate's
+  /// Memory ordering: P::gate_wait (seq_cst): synchronizes with each
+  /// gate_leave() it observes, and with close() forms the gate's
   /// store-buffering pair.
   /// Errors: none.
-  /// Source: issue 3 Part 2b.
+  /// Source: this project (docs/design/shutdown).
   /// @return producers between gate_enter() and gate_leave()
   std::uint32_t in_flight() const noexcept {
-    // Synchronizes with gate_leave()'s release; seq_cst so it is ordered after close() against gate_enter() (store buffering).
-    return in_flight_.load(order(std::memory_order_seq_cst, std::memory_order_acquire));  // [litmus:gate.wait]
-  }
-
-  /// Whether the queue still accepted at some instant.  Snapshot only.
-  ///
-  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
-  /// Source: this project.
-  /// @return accepting_ at some instant
-  bool accepting_snapshot() const noexcept {
-    return accepting_.load(std::memory_order_relaxed);  // snapshot only
+    static_assert(P::gate, "only the reference has an in-flight gate");
+    // Synchronizes with gate_leave()'s release (gate.wait; litmus-mp).
+    return in_flight_.load(P::gate_wait);
   }
 
   /// Whether the host may still run cleanups.
   ///
   /// Thread: any; the drain checks it on the main thread.
-  /// Memory ordering: acquire: pairs with mark_host_dead()'s release.  On the
-  /// main thread both sides run on the same thread, so program order decides.
+  /// Memory ordering: acquire: pairs with mark_host_dead()'s release.
   /// Errors: none.
-  /// Source: issue 3 Part 2b.
+  /// Source: this project.
   /// @return false once mark_host_dead() ran
   bool host_alive() const noexcept {
-    return alive_.load(std::memory_order_acquire);  // pairs with mark_host_dead()
+    // Pairs with mark_host_dead().
+    return alive_.load(std::memory_order_acquire);
   }
 
   /// Forbid any further cleanup: pending calls and entry points become no-ops
@@ -371,9 +413,115 @@ class Queue {
   /// Thread: the shutdown path.  Never blocks.
   /// Memory ordering: release, read by host_alive().
   /// Errors: none.
-  /// Source: issue 3 Part 2b.
+  /// Source: this project.
   void mark_host_dead() noexcept {
-    alive_.store(false, std::memory_order_release);  // read by host_alive()
+    // Read by host_alive().
+    alive_.store(false, std::memory_order_release);
+  }
+
+  /// Count one pending call about to be added (before add_pending_call: on
+  /// CPython 3.13+ it may run before the call returns).
+  ///
+  /// Thread: the claimant.  Never blocks.
+  /// Memory ordering: relaxed; the count bounds the re-arm rule only and is
+  /// not used to order memory.
+  /// Errors: none.
+  /// Source: this project (docs/design/scheduling, "Re-arming").
+  void call_added() noexcept {
+    // Counter for the re-arm bound only.
+    calls_outstanding_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  /// Undo call_added() (refused) or account for a pending call that ran.
+  ///
+  /// Thread: the claimant (refusal) or the main thread (the call ran).
+  /// Memory ordering: relaxed (see call_added()).
+  /// Errors: none.
+  /// Source: this project.
+  void call_gone() noexcept {
+    // Counter for the re-arm bound only.
+    calls_outstanding_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+  /// Take the right to add the second pending call: calls_outstanding_ 1 -> 2.
+  ///
+  /// Thread: a producer or the main thread that found a stale claim.
+  /// Memory ordering: relaxed CAS (the count orders nothing).
+  /// Errors: none.
+  /// Source: this project.
+  /// @return true if this caller may add one more pending call
+  bool claim_second_call() noexcept {
+    std::uint32_t one = 1;
+    // Bounds outstanding calls at two; orders nothing.
+    return calls_outstanding_.compare_exchange_strong(one, 2, std::memory_order_relaxed);
+  }
+
+  /// Pending calls added and not yet run, as a snapshot.
+  ///
+  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
+  /// Source: this project.
+  /// @return the count at some instant
+  std::uint32_t calls_outstanding() const noexcept {
+    // Snapshot only.
+    return calls_outstanding_.load(std::memory_order_relaxed);
+  }
+
+  /// Record when the current claim was made (host clock, nanoseconds; 0 for
+  /// none).
+  ///
+  /// Thread: the claimant, the re-armer or the drain.
+  /// Memory ordering: relaxed: a heuristic for the re-arm rule; a stale or
+  /// torn view can only make a re-arm early or late, never exceed two calls.
+  /// Errors: none.
+  /// Source: this project.
+  /// @param ns host clock at the claim, or 0
+  void set_claimed_at(std::int64_t ns) noexcept {
+    // Heuristic only.
+    claimed_at_ns_.store(ns, std::memory_order_relaxed);
+  }
+
+  /// When the current claim was made (0 for none).
+  ///
+  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
+  /// Source: this project.
+  /// @return host clock in nanoseconds, or 0
+  std::int64_t claimed_at() const noexcept {
+    // Heuristic only.
+    return claimed_at_ns_.load(std::memory_order_relaxed);
+  }
+
+  /// Move the claim time from `seen` to `now`, so that one re-armer wins per
+  /// stale claim.
+  ///
+  /// Thread: any.  Memory ordering: relaxed CAS.  Errors: none.
+  /// Source: this project.
+  /// @param seen the value read by claimed_at()
+  /// @param now the caller's clock
+  /// @return true if this caller moved it
+  bool take_stale_claim(std::int64_t seen, std::int64_t now) noexcept {
+    // One winner per stale claim; orders nothing.
+    return claimed_at_ns_.compare_exchange_strong(seen, now, std::memory_order_relaxed);
+  }
+
+  /// How old a claim must be before it may be re-armed (nanoseconds).
+  ///
+  /// Thread: any.  Memory ordering: relaxed (a setting).  Errors: none.
+  /// Source: this project (deferred_cleanup.configure(stale_claim_s=...)).
+  /// @return the bound in nanoseconds
+  std::int64_t stale_bound_ns() const noexcept {
+    // A setting.
+    return stale_bound_ns_.load(std::memory_order_relaxed);
+  }
+
+  /// Set the stale-claim bound (nanoseconds, > 0).
+  ///
+  /// Thread: any (the main thread in the CPython host).
+  /// Memory ordering: relaxed (a setting).  Errors: none.
+  /// Source: this project.
+  /// @param ns the new bound
+  void set_stale_bound_ns(std::int64_t ns) noexcept {
+    // A setting.
+    stale_bound_ns_.store(ns, std::memory_order_relaxed);
   }
 
   /// Re-entrancy flag of the drain.  A cleanup can run Python code, which can
@@ -393,56 +541,84 @@ class Queue {
   /// @param on new value
   void set_draining(bool on) noexcept { draining_ = on; }
 
+  /// Make the queue consistent in a child process after fork().
+  ///
+  /// Only the forking thread exists in the child: no producer is inside the
+  /// gate, no drain runs unless the fork was made by the drain's own thread
+  /// (a cleanup that called os.fork()), and whether CPython carries our
+  /// pending call into the child is not ours to know.  So: in_flight_ = 0,
+  /// scheduled_ = false, no call outstanding; the drain flag is kept only
+  /// when the fork came from the thread that was draining.  Queued items are
+  /// the child's own copies and stay queued for the child's next drain.
+  ///
+  /// Thread: the forking thread, in the child, before any other thread
+  /// exists (os.register_at_fork after_in_child).  Never blocks.
+  /// Memory ordering: relaxed stores: the child has one thread.
+  /// Errors: none.
+  /// Source: CPython Doc/library/os.rst (register_at_fork); POSIX fork(2)
+  /// (only the calling thread is duplicated).
+  /// @param forked_by_drain_thread whether the forking thread was the
+  ///        thread running the drain (the main thread inside a cleanup)
+  void reset_after_fork(bool forked_by_drain_thread) noexcept {
+    // One thread in the child: no ordering needed.
+    in_flight_.store(0, std::memory_order_relaxed);
+    // One thread in the child.
+    scheduled_.store(false, std::memory_order_relaxed);
+    // One thread in the child.
+    calls_outstanding_.store(0, std::memory_order_relaxed);
+    // One thread in the child.
+    claimed_at_ns_.store(0, std::memory_order_relaxed);
+    draining_ = draining_ && forked_by_drain_thread;
+    stats.forks.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  }
+
+  /// Count the queued items without taking them (the backstop, after
+  /// teardown).  Walks a snapshot of the list: pushes only prepend, and no
+  /// drain frees nodes any more.
+  ///
+  /// Thread: the backstop (main thread), after the host is dead.
+  /// Memory ordering: acquire load of head_: synchronizes with the push CAS
+  /// it reads, so every `next` on the walked list is visible.
+  /// Errors: none.
+  /// Source: this project.
+  /// @return the number of items on the list
+  std::uint64_t count_queued() const noexcept {
+    std::uint64_t n = 0;
+    // Synchronizes with the push CAS it reads.
+    for (auto* it = head_.load(std::memory_order_acquire); it != nullptr; it = it->next) ++n;
+    return n;
+  }
+
   /// Statistics counters (relaxed; snapshot only).
   Stats stats;
 
  private:
-  const Variant variant_;
   const Host* const host_;
-  std::atomic<DeferredCleanupItem*> head_;
-  std::atomic<bool> scheduled_;
-  std::atomic<bool> accepting_;
-  std::atomic<std::uint32_t> in_flight_;
-  std::atomic<bool> alive_;
+  /// List of pushed items, newest first.  Written by push CASes, emptied by
+  /// take_all's exchange.
+  std::atomic<DeferredCleanupItem*> head_{nullptr};
+  /// A pending call is claimed.  Set by claim(), cleared by the drain.
+  std::atomic<bool> scheduled_{false};
+  /// Producers may call the host.  Cleared once by shutdown.
+  std::atomic<bool> accepting_{true};
+  /// Producers inside the gate (reference only).
+  std::atomic<std::uint32_t> in_flight_{0};
+  /// The host may run cleanups.  Cleared once by shutdown.
+  std::atomic<bool> alive_{true};
+  /// Pending calls added and not yet run (re-arm bound).
+  std::atomic<std::uint32_t> calls_outstanding_{0};
+  /// Host clock at the current claim, 0 for none (re-arm heuristic).
+  std::atomic<std::int64_t> claimed_at_ns_{0};
+  /// Re-arm a claim older than this (nanoseconds); default one second.
+  std::atomic<std::int64_t> stale_bound_ns_{1'000'000'000};
+  /// A drain runs on the main thread (re-entrancy guard).
   bool draining_ = false;
 };
+// [end-doc:queue]
 
-/// The process-wide queue slot.  Published once, never freed.
-///
-/// Thread: any.  Never blocks.  Memory ordering: written by publish_queue() (release CAS),
-/// read by published_queue() (acquire).
-/// Errors: none.  Source: issue 3 Part 1.2.
-inline std::atomic<Queue*> g_published_queue{nullptr};
-
-/// Publish the process-wide queue, once.
-///
-/// Thread: any (the CPython host calls it at module import).  Never blocks.
-/// Memory ordering: the successful CAS is acq_rel: release publishes the
-/// queue's initialisation to every published_queue() reader; acquire on
-/// failure makes the winner's queue fully visible to a losing caller.
-/// Errors: none; a losing caller gets the winner and should discard (or leak)
-/// its candidate.
-/// Source: issue 3 Part 1.2 ("published once, atomically, at module import").
-/// @param candidate a freshly constructed queue that is never freed
-/// @return the published queue (candidate if this call won)
-inline Queue* publish_queue(Queue* candidate) noexcept {
-  Queue* expected = nullptr;
-  // Release: synchronizes with published_queue()'s acquire load; acquire on failure to see the winner's fields.
-  if (g_published_queue.compare_exchange_strong(expected, candidate, std::memory_order_acq_rel, std::memory_order_acquire)) {
-    return candidate;
-  }
-  return expected;
-}
-
-/// The published queue, or nullptr before publication.
-///
-/// Thread: any, including driver threads.  Never blocks.
-/// Memory ordering: acquire; pairs with publish_queue()'s release CAS.
-/// Errors: none.
-/// Source: issue 3 Part 1.2.
-/// @return the queue, or nullptr if none was published yet
-inline Queue* published_queue() noexcept {
-  return g_published_queue.load(std::memory_order_acquire);  // pairs with publish_queue()
-}
+/// The queue types of the three variants.
+using ReferenceQueue = BasicQueue<ReferencePolicy>;
+using SeedQueue = BasicQueue<SeedPolicy>;
+using CudaCore12Queue = BasicQueue<CudaCore12Policy>;
 
 }  // namespace deferred_cleanup

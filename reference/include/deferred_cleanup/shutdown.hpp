@@ -2,35 +2,56 @@
 //
 // The hazard.  Py_AddPendingCall after Py_FinalizeEx crashes 3.10-3.12 (the
 // interpreter state it dereferences is freed) and is a silent no-op on 3.13+
-// (measured by the probe; cpython_facts.py).  Py_AtExit callbacks run after
-// the interpreter is gone (Python/pylifecycle.c, call_ll_exitfuncs, v3.12.0),
-// so a flag set there closes the door too late: a driver thread that checked
-// the flag just before can still call Py_AddPendingCall afterwards.  That is
-// the seed design (cuda-python PR #2371), reproduced by Variant::seed.
+// (measured by the probe: field `after_finalize.outcome`).  Py_AtExit
+// callbacks run after the interpreter is gone (Python/pylifecycle.c,
+// call_ll_exitfuncs, v3.12.0; probe field `py_atexit.initialized`), so a flag
+// set there closes the door too late: a driver thread that checked the flag
+// just before can still call Py_AddPendingCall afterwards.  That is the
+// design as the PR #2371 text states it (SeedPolicy).  cuda-core 1.2.0 as
+// shipped (CudaCore12Policy) checks `!Py_IsInitialized() || finalizing` in
+// schedule() instead, which narrows the window to the instructions between
+// that check and the call, but does not close it.
 //
-// The reference sequence, run by a Python-level `atexit` hook registered at
-// import (Python atexit handlers run before the interpreter sets its
-// finalizing flag; Modules/atexitmodule.c, Python/pylifecycle.c v3.12.0):
+// The reference closes it with the in-flight gate, and closes it at the last
+// moment at which the interpreter is still fully alive: after every Python
+// `atexit` handler, whatever their registration order, and before CPython
+// sets its finalizing flag.  The CPython host (reference/src/host.cpp) gets
+// there by registering its exit hook from a threading-module exit callback
+// (threading._register_atexit: those run in threading._shutdown, before the
+// atexit handlers), so the hook is the last-registered atexit handler and
+// runs first; it then runs every other handler itself
+// (atexit._run_exitfuncs(), which empties the list) before its own sequence.
+// Python atexit handlers run before the finalizing flag is set
+// (Python/pylifecycle.c, Py_FinalizeEx, v3.12.0: _PyAtExit_Call comes before
+// _PyRuntimeState_SetFinalizing).  tests/test_shutdown.py checks the order on
+// every interpreter of the matrix.
 //
-//   1. close()          accepting_ = false: no producer enters the gate now;
-//   2. wait the gate    spin (yield, then short sleeps) until in_flight() == 0,
-//                       bounded by `gate_bound`: a producer already between
-//                       its check and Py_AddPendingCall finishes the call while
-//                       the interpreter is fully alive;
-//   3. final drain      drain_all() on the main thread, interpreter alive;
+// The reference sequence, on the main thread, interpreter alive:
+//
+//   0. await           (host) drain while destructors of graphs destroyed
+//                      before exit are still due, bounded by the exit wait
+//                      (default 5 s, deferred_cleanup.configure(exit_wait_s));
+//   1. close()         accepting_ = false: no producer enters the gate now;
+//   2. wait the gate   spin (yield, then short sleeps) until in_flight() == 0,
+//                      bounded by `gate_bound`: a producer already between
+//                      its check and Py_AddPendingCall finishes the call while
+//                      the interpreter is fully alive;
+//   3. final drain     drain_all() on the main thread;
 //   4. mark_host_dead() pending calls and entry points become no-ops.
 //
 // Work that arrives after step 4 is pushed (late callbacks always enqueue
 // safely: the queue is never freed) but never cleaned: its payload is leaked
 // on purpose, because releasing it would touch Python objects of a dying
-// interpreter.  The backstop, a Py_AtExit callback in both variants, counts
-// what is still queued as leaked_at_shutdown without touching any payload.
+// interpreter.  The backstop, a Py_AtExit callback of the host in every
+// variant, counts what is still queued as leaked_at_shutdown without taking
+// or touching anything; in the seed it is also the PR text's only shutdown
+// step (stop accepting); for cuda-core-1.2 it changes nothing.
 //
 // The gate wait is bounded (default 5 s) so that a wedged driver thread cannot
 // hang interpreter exit.  The only code inside the gate is Py_AddPendingCall,
 // which holds CPython's pending-call lock for a few instructions, so the bound
-// is never reached in practice; if it is, stats.gate_timeouts counts it and
-// the hazard of the seed remains for that one producer.
+// is not reached in practice; if it is, stats.gate_timeouts counts it and the
+// hazard remains for that one producer.
 #pragma once
 
 #include <chrono>
@@ -45,17 +66,17 @@ namespace deferred_cleanup {
 /// Default bound of the gate wait in shutdown_at_exit().
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
-/// Source: this project (see the essay: never reached in practice).
+/// Source: this project (see the essay: not reached in practice).
 inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
 
 /// What the reference shutdown sequence did.
 ///
 /// Thread: returned to the shutdown path on the main thread.
 /// Memory ordering: n/a (a value).  Errors: n/a.
-/// Source: issue 3 Part 2b.
+/// Source: this project.
 struct ShutdownOutcome {
-  bool gate_clear = false;        ///< in_flight() reached 0 within the bound
-  std::uint64_t waited_us = 0;    ///< time spent waiting for the gate
+  bool gate_clear = false;          ///< in_flight() reached 0 within the bound
+  std::uint64_t waited_us = 0;      ///< time spent waiting for the gate
   std::uint64_t final_drained = 0;  ///< cleanups run by the final drain
 };
 
@@ -64,20 +85,22 @@ struct ShutdownOutcome {
 ///
 /// Thread: the shutdown path (main thread).  Blocks up to `bound`: first
 /// std::this_thread::yield() for a short while, then sleeps of 50 us.
-/// Memory ordering: in_flight() is seq_cst (reference) / acquire (seed); a
-/// zero read synchronizes with the last gate_leave() (release), so every
-/// host call made inside the gate happens-before the return.
+/// Memory ordering: in_flight() is seq_cst; a zero read synchronizes with the
+/// last gate_leave() (release), so every host call made inside the gate
+/// happens-before the return.
 /// Errors: none; returns false when the bound expired.
-/// Source: issue 3 Part 2b.
-/// @param queue the queue, already closed
+/// Source: this project.
+/// @param q the queue, already closed
 /// @param bound the longest wait
 /// @param waited_us receives the time waited, in microseconds
 /// @return true when the gate is empty
-inline bool wait_gate(const Queue& queue, std::chrono::nanoseconds bound, std::uint64_t& waited_us) noexcept {
+template <class P>
+bool wait_gate(const BasicQueue<P>& q, std::chrono::nanoseconds bound,
+               std::uint64_t& waited_us) noexcept {
   const auto start = std::chrono::steady_clock::now();
   int spins = 0;
   bool clear = true;
-  while (queue.in_flight() != 0) {
+  while (q.in_flight() != 0) {
     const auto elapsed = std::chrono::steady_clock::now() - start;
     if (elapsed >= bound) {
       clear = false;
@@ -89,65 +112,70 @@ inline bool wait_gate(const Queue& queue, std::chrono::nanoseconds bound, std::u
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
+  const auto waited = std::chrono::steady_clock::now() - start;
   waited_us = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start).count());
+      std::chrono::duration_cast<std::chrono::microseconds>(waited).count());
   return clear;
 }
 // [end-doc:gate-wait]
 
 // [doc:shutdown-sequence]
-/// The reference shutdown: close, wait out the gate, final drain, host dead.
+/// Steps 1-4 of the reference shutdown: close, wait out the gate, final
+/// drain, host dead.
 ///
-/// Thread: the main thread, from a Python-level atexit hook while the
-/// interpreter is fully alive (the CPython host holds the GIL throughout; the
-/// producers it waits for never need it).  Blocks up to `gate_bound` plus the
-/// final drain's cleanups.
+/// Thread: the main thread, from the host's exit hook while the interpreter
+/// is fully alive (the CPython host holds the GIL throughout; the producers
+/// it waits for never need it).  Blocks up to `gate_bound` plus the final
+/// drain's cleanups.
 /// Memory ordering: close() then in_flight() are seq_cst: the shutdown half
 /// of the gate's store-buffering pair (queue.hpp).  mark_host_dead() is a
 /// release store read by host_alive().
 /// Errors: none; an expired bound is counted in stats.gate_timeouts and
 /// reported in the outcome.  Idempotent: a second call finds nothing to do.
-/// Source: issue 3 Part 2b; Python atexit order: Python/pylifecycle.c
+/// Source: this project; Python atexit order: Python/pylifecycle.c
 /// Py_FinalizeEx (v3.12.0) calls the atexit module before setting the
 /// runtime's finalizing state.
-/// @param queue the published queue
+/// @param q the published queue
 /// @param gate_bound longest wait for producers inside the gate
 /// @return what the sequence did
-inline ShutdownOutcome shutdown_at_exit(Queue& queue, std::chrono::nanoseconds gate_bound = kDefaultGateBound) noexcept {
+template <class P>
+ShutdownOutcome shutdown_at_exit(BasicQueue<P>& q,
+                                 std::chrono::nanoseconds gate_bound = kDefaultGateBound) noexcept {
+  static_assert(P::gate, "only the reference has the exit sequence");
   ShutdownOutcome out;
-  queue.close();                                                  // 1. no new host calls
-  out.gate_clear = wait_gate(queue, gate_bound, out.waited_us);   // 2. wait those in flight
+  q.close();                                                  // 1. no new host calls
+  out.gate_clear = wait_gate(q, gate_bound, out.waited_us);   // 2. wait those in flight
   if (!out.gate_clear) {
-    queue.stats.gate_timeouts.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    q.stats.gate_timeouts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
-  out.final_drained = drain_all(queue);                           // 3. interpreter still alive
-  queue.mark_host_dead();                                         // 4. from now on: leak
+  out.final_drained = drain_all(q);                           // 3. interpreter still alive
+  q.mark_host_dead();                                         // 4. from now on: leak
   return out;
 }
 // [end-doc:shutdown-sequence]
 
 // [doc:backstop]
-/// The backstop, run from Py_AtExit in both variants: close (the seed's only
-/// shutdown step), mark the host dead, and count, without touching any
-/// payload, the items still queued as leaked.
+/// The backstop, run from the host's Py_AtExit callback in every variant:
+/// the seed's own shutdown step (stop accepting, as the PR #2371 text
+/// says), then count, without taking or touching anything, the items still
+/// queued as leaked.
 ///
 /// Thread: the thread running Py_FinalizeEx (the main thread), after the
 /// interpreter is gone: it must not use any Python API.  Never blocks.
-/// Memory ordering: close() seq_cst / release; take_all() seq_cst / acquire
-/// so the items' `next` links are visible while counting.
+/// Memory ordering: close() is P::gate_close; count_queued() loads head_ with
+/// acquire so the items' `next` links are visible while counting.
 /// Errors: none.
 /// Source: Py_AtExit, Python/pylifecycle.c call_ll_exitfuncs (v3.12.0);
 /// cuda-python PR #2371 (the seed stops its queue at exit and leaks the rest).
-/// @param queue the published queue
+/// @param q the published queue
 /// @return items counted as leaked by this call
-inline std::uint64_t backstop_at_exit(Queue& queue) noexcept {
-  queue.close();
-  queue.mark_host_dead();
-  std::uint64_t leaked = 0;
-  for (DeferredCleanupItem* list = queue.take_all(); list != nullptr; list = list->next) {
-    ++leaked;  // leaked on purpose: the payload may own Python objects of a dead interpreter
+template <class P>
+std::uint64_t backstop_at_exit(BasicQueue<P>& q) noexcept {
+  if constexpr (P::close_at_py_atexit) {
+    q.close();
   }
-  queue.stats.leaked_at_shutdown.fetch_add(leaked, std::memory_order_relaxed);  // statistics only
+  const std::uint64_t leaked = q.count_queued();  // leaked on purpose: never touched
+  q.stats.leaked_at_shutdown.store(leaked, std::memory_order_relaxed);  // statistics only
   return leaked;
 }
 // [end-doc:backstop]

@@ -11,13 +11,23 @@ at the next API entry point (gh-95820 starvation on 3.10-3.12).
 Variants (chosen at import by ``DEFERRED_CLEANUP_VARIANT``):
 
 ``reference`` (default)
-    seq_cst on the store-buffering pairs, a Python ``atexit`` hook that closes
-    the in-flight gate, waits out producers inside it and drains a last time,
-    direct drains at entry points.
+    seq_cst on the store-buffering pairs, the producer's fast path (push and
+    one load while a pending call is outstanding), direct drains at entry
+    points, re-arming a pending call that never ran, and an exit sequence
+    that runs after every other ``atexit`` handler: it drains while
+    destructors of graphs destroyed before exit are still due (bounded by
+    ``exit_wait_s``, see :func:`configure`), closes the in-flight gate, waits
+    out producers inside it and drains a last time.
 ``seed``
-    the design of cuda-python PR #2371 (cuda-core 1.2.0): acquire/release,
-    ``Py_AtExit`` only, no gate wait, no final drain, no direct drain.  For
-    comparison only.
+    the design as the text of cuda-python PR #2371 states it: a
+    ``Py_AtExit`` callback stops accepting, the drain checks finalization and
+    leaks, take loop then clear then re-check, acquire/release; no gate, no
+    final drain, no direct drain.  For comparison only.
+``cuda-core-1.2``
+    cuda-core 1.2.0 as shipped (the same logic in 1.2.2): no ``Py_AtExit``;
+    ``schedule()`` returns early when ``!Py_IsInitialized() || finalizing``;
+    the drain's release clear is followed by an acquire re-check of the list,
+    a store-buffering pair that loses wakeups on x86-64.  For comparison only.
 
 Exceptions: :class:`DriverError` (a driver call failed), its subclass
 :class:`DriverUnavailable` (no libcuda, no GPU, or built without ``cuda.h``),
@@ -93,9 +103,11 @@ __all__ = [
     "ShutdownError",
     "SimulatedDriver",
     "counters",
+    "configure",
     "drain_now",
     "poll",
     "reference_burst",
+    "settings",
     "stats",
     "variant",
 ]
@@ -105,8 +117,10 @@ def variant() -> str:
     """Return the variant this process runs.
 
     Returns:
-        str: ``"reference"`` or ``"seed"``, fixed at import from the
-        environment variable ``DEFERRED_CLEANUP_VARIANT``.
+        str: ``"reference"``, ``"seed"`` or ``"cuda-core-1.2"``, fixed at
+        import from the environment variable ``DEFERRED_CLEANUP_VARIANT``
+        (an unknown name makes the import raise :class:`ValueError` listing
+        the three).
 
     Raises:
         Nothing.
@@ -121,20 +135,27 @@ def stats() -> dict:
     directly when it is not empty (gh-95820); elsewhere it retries scheduling.
 
     Returns:
-        dict: counts (``int``) ``created``, ``enqueued``, ``enqueued_late``,
-        ``cleaned``, ``direct_cleanups``, ``schedule_attempts``,
+        dict: counts (``int``): ``created`` (payloads attached or
+        attempted), ``user_objects`` (user objects created: a destructor is
+        due), ``enqueued`` (destructor calls), ``enqueued_late`` (of those,
+        after shutdown), ``cleaned``, ``direct_cleanups`` (payloads of user
+        objects that were never created), ``schedule_attempts``,
         ``schedule_failures``, ``pending_calls``, ``drain_cycles``,
-        ``pending_calls_ignored``, ``direct_drains``, ``retries``,
-        ``leaked_at_shutdown``, ``gate_timeouts``, ``cleanups_on_main``,
-        ``cleanups_off_main``, ``destructors_on_main``,
-        ``cleanups_after_shutdown``, ``in_flight``; thread idents (``int``)
+        ``pending_calls_ignored``, ``direct_drains``, ``retries``, ``rearms``
+        (stale claims re-armed), ``calls_outstanding``, ``leaked_at_shutdown``,
+        ``leaked_finalizing``, ``gate_timeouts``, ``forks``,
+        ``cleanups_on_main``, ``cleanups_off_main``, ``destructors_on_main``,
+        ``cleanups_after_shutdown``, ``host_calls_after_teardown``,
+        ``deferred_interrupts``, ``destructors_due``, ``graphs_alive``,
+        ``payloads_in_live_graphs``, ``in_flight``; thread idents (``int``)
         ``main_thread`` and ``last_destructor_thread``; snapshots (``bool``)
         ``queue_empty``, ``scheduled``, ``accepting``, ``host_alive``; and
-        ``variant`` (``str``).
+        ``variant`` (``str``).  The docs' Troubleshooting section reads them.
 
     Raises:
-        Nothing.  Errors raised by payload finalizers during the drain go to
-        :func:`sys.unraisablehook`.
+        KeyboardInterrupt, SystemExit: raised by a payload's finalizer during
+            the drain; delivered after every other queued cleanup ran once.
+            Other errors raised by finalizers go to :func:`sys.unraisablehook`.
     """
     return _native.stats()
 
@@ -168,6 +189,8 @@ def drain_now() -> int:
         NotMainThreadError: called from a thread other than the main thread;
             nothing is drained or lost, the items stay queued.
         ShutdownError: called after the shutdown sequence ran.
+        KeyboardInterrupt, SystemExit: raised by a finalizer during the
+            drain; delivered after every other queued cleanup ran once.
     """
     return _native.drain_now()
 
@@ -247,8 +270,93 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
     }
 
 
+def configure(exit_wait_s: float | None = None, stale_claim_s: float | None = None) -> None:
+    """Change the reference's two time bounds (process-wide; any thread).
+
+    Args:
+        exit_wait_s (float | None): seconds the exit sequence keeps draining
+            while destructors of graphs destroyed before exit are still due
+            (default 5.0).  With the ``cuda`` driver this includes launched
+            work that holds the last reference.  ``None`` keeps the current
+            value.
+        stale_claim_s (float | None): seconds after which a claimed pending
+            call that has not run may be re-armed (a second pending call is
+            added; at most two are ever outstanding; default 1.0).  ``None``
+            keeps the current value.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: a bound that is not finite, negative, larger than one
+            year, or (``stale_claim_s``) zero.
+    """
+    _native.configure(exit_wait_s, stale_claim_s)
+
+
+def settings() -> dict:
+    """Return the current bounds set by :func:`configure`.
+
+    Returns:
+        dict: ``exit_wait_s`` (float, seconds) and ``stale_claim_s`` (float,
+        seconds).
+
+    Raises:
+        Nothing.
+    """
+    return _native.settings()
+
+
+def _register_exit_hook() -> None:
+    """Arrange for the reference's exit sequence to run after every other
+    Python ``atexit`` handler, whatever the order of registration.
+
+    A threading-module exit callback (``threading._register_atexit``; those
+    run in ``threading._shutdown``, before the ``atexit`` handlers) registers
+    the hook with :mod:`atexit`, so it is the last registered and runs first.
+    The hook then runs every other handler itself (``atexit._run_exitfuncs``,
+    which calls each once and empties the list; the nested call of the hook
+    returns at once) and only then the exit sequence.  Both functions are
+    private CPython APIs present from 3.9 to 3.15; ``tests/test_shutdown.py``
+    checks the resulting order on every interpreter of the matrix.  Where
+    ``threading._register_atexit`` is missing the hook is registered at
+    import, as a plain ``atexit`` handler.
+
+    Returns:
+        None.
+
+    Raises:
+        Nothing.
+    """
+    import threading as _threading
+
+    state = {"running": False, "done": False}
+
+    def hook() -> None:
+        if state["running"] or state["done"]:
+            return
+        state["running"] = True
+        try:
+            _atexit._run_exitfuncs()
+        finally:
+            state["running"] = False
+            state["done"] = True
+        _native._exit_hook()
+
+    def register_last() -> None:
+        _atexit.register(hook)
+
+    try:
+        _threading._register_atexit(register_last)
+    except (AttributeError, RuntimeError):
+        _atexit.register(hook)
+
+
 if _native.variant() == "reference":
-    # Registered at import, so it runs after every atexit handler registered
-    # later (atexit is LIFO): user code that destroys graphs at exit still gets
-    # its payloads cleaned.  See shutdown.hpp for the sequence.
-    _atexit.register(_native._shutdown)
+    _register_exit_hook()
+
+# Every variant: the host's and the simulated driver's thread-bound state is
+# reset in a fork() child (the protocol itself is not touched).
+_os_register_at_fork = getattr(__import__("os"), "register_at_fork", None)
+if _os_register_at_fork is not None:
+    _os_register_at_fork(after_in_child=_native._after_fork_child)

@@ -1,0 +1,243 @@
+// policy.hpp: the three variants, as compile-time policies.
+//
+// The queue (queue.hpp) and the functions around it are templates over a
+// policy.  A policy fixes two things at compile time:
+//
+//   * the memory order of every atomic operation that takes part in one of the
+//     store-buffering handshakes (queue.hpp explains them), as constants, so
+//     the compiler emits each variant's own instruction shape: on x86-64 a
+//     seq_cst store is `xchg` (or `mov` + `mfence`), a release store a plain
+//     `mov`; a seq_cst load and an acquire load are both a plain `mov`;
+//   * the shape of the protocol: where the drain clears `scheduled_`, whether
+//     producers pass the in-flight gate, whether entry points drain directly,
+//     which shutdown steps exist.
+//
+// Three policies, each faithful to one named source:
+//
+//   ReferencePolicy   this project's design.  seq_cst on both store-buffering
+//                     pairs; the producer's fast path (push, then one load of
+//                     `scheduled_`); clear-then-take in the drain; the
+//                     in-flight gate; direct drains at entry points (gh-95820);
+//                     the exit sequence of shutdown.hpp; re-arming a stale
+//                     claim.
+//   SeedPolicy        the design as the text of cuda-python PR #2371 states it:
+//                     a Py_AtExit callback stops `accepting_`; the drain checks
+//                     whether Python is finalizing and then leaks; take loop,
+//                     then clear, then re-check and reschedule; no gate, no
+//                     final drain, no direct drain.  Where the text is silent
+//                     (the exact orders, the head_ test before the claim) it
+//                     follows the shipped code below.
+//   CudaCore12Policy  the cuda-core 1.2.0 wheel as shipped (the same logic in
+//                     1.2.2): no Py_AtExit at all; schedule() returns early when
+//                     `!Py_IsInitialized() || finalizing`; drain loops the
+//                     exchange, then release-clears `scheduled_`, then
+//                     acquire-loads `head_`.  Source:
+//                     cuda_core/cuda/core/_cpp/resource_handles.cpp at the 1.2.0
+//                     release (later moved to _cpp/rt/py_deferred_cleanup.cpp
+//                     without a change of logic); checked against the wheel's
+//                     `nm -D` and `objdump -d` (docs: "The lost wakeup on real
+//                     hardware").
+//
+// Each order constant carries, on the comment line above it, a tag
+// `[litmus:NAME]`: tests/test_litmus.py reads the three policies and checks
+// the orders against the litmus files of the same tags (tests/litmus/).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace deferred_cleanup {
+
+/// Which variant a queue follows; one per policy.
+///
+/// Thread: a constant.  Memory ordering: n/a.  Errors: n/a.
+/// Source: cuda-python PR #2371 (seed, cuda_core_1_2); docs/design (reference).
+enum class Variant : std::uint8_t {
+  reference,      ///< ReferencePolicy
+  seed,           ///< SeedPolicy: the PR #2371 text
+  cuda_core_1_2,  ///< CudaCore12Policy: the cuda-core 1.2.0 wheel
+};
+
+/// Where the drain clears `scheduled_` relative to taking the list.
+///
+/// Thread: a constant.  Memory ordering: n/a.  Errors: n/a.
+/// Source: drain.hpp (reference); cuda-python PR #2371 (the other two).
+enum class DrainShape : std::uint8_t {
+  /// Clear, then take until empty (the consumer half of a store-buffering
+  /// pair whose both halves are seq_cst).
+  clear_then_take,
+  /// Take until empty, then clear, then re-check `head_` and reschedule if it
+  /// is not empty.
+  take_clear_recheck,
+};
+
+/// The reference: this project's design.
+///
+/// Thread: a type of constants.  Memory ordering: the constants below.
+/// Errors: n/a.
+/// Source: docs/design (each constant's page); C++20 [atomics.order] for the
+/// single total order S of seq_cst operations.
+struct ReferencePolicy {
+  static constexpr Variant variant = Variant::reference;
+  static constexpr const char* name = "reference";
+
+  // Push: in S before this producer's check of scheduled_.
+  // [litmus:wakeup.push]
+  static constexpr std::memory_order push = std::memory_order_seq_cst;
+  // Fast-path check of scheduled_ after the push; in S after the push.
+  // [litmus:wakeup.check]
+  static constexpr std::memory_order check = std::memory_order_seq_cst;
+  // The claim (scheduled_ false -> true, an exchange); in S after the push.
+  // [litmus:wakeup.claim]
+  static constexpr std::memory_order claim = std::memory_order_seq_cst;
+  // The drain's clear of scheduled_; in S before its take.
+  // [litmus:wakeup.clear]
+  static constexpr std::memory_order clear = std::memory_order_seq_cst;
+  // The drain's take (head_ exchange); in S after the clear.
+  // [litmus:wakeup.take]
+  static constexpr std::memory_order take = std::memory_order_seq_cst;
+  // Not used by this drain shape (no re-check after the clear).
+  static constexpr std::memory_order recheck = std::memory_order_seq_cst;
+
+  // Gate entry (in_flight_ increment); in S before the accepting_ check.
+  // [litmus:gate.enter]
+  static constexpr std::memory_order gate_enter = std::memory_order_seq_cst;
+  // Producer's accepting_ check inside the gate.
+  // [litmus:gate.check]
+  static constexpr std::memory_order gate_check = std::memory_order_seq_cst;
+  // Shutdown's close of accepting_; in S before its in_flight_ read.
+  // [litmus:gate.close]
+  static constexpr std::memory_order gate_close = std::memory_order_seq_cst;
+  // Shutdown's read of in_flight_.
+  // [litmus:gate.wait]
+  static constexpr std::memory_order gate_wait = std::memory_order_seq_cst;
+
+  static constexpr DrainShape drain_shape = DrainShape::clear_then_take;
+  /// Producer returns after push + one load when a call is outstanding.
+  static constexpr bool fast_path = true;
+  /// Producers pass the in-flight gate before calling the host.
+  static constexpr bool gate = true;
+  /// Main-thread entry points drain directly (gh-95820).
+  static constexpr bool direct_drain = true;
+  /// A claim whose pending call has not run within the stale bound may be
+  /// re-armed (at most two pending calls outstanding).
+  static constexpr bool rearm = true;
+  /// schedule() asks the host whether it is finalizing (cuda-core 1.2.0).
+  static constexpr bool schedule_checks_finalizing = false;
+  /// The drain asks the host whether it is finalizing and then leaks.
+  static constexpr bool drain_checks_finalizing = false;
+  /// schedule() returns at once when head_ is empty (cuda-core 1.2.0).
+  static constexpr bool schedule_checks_head = false;
+  /// A Py_AtExit callback stops accepting_ (the PR #2371 text).
+  static constexpr bool close_at_py_atexit = false;
+};
+
+/// The seed: the PR #2371 text (acquire/release; see the essay above).
+///
+/// Thread: a type of constants.  Memory ordering: the constants below.
+/// Errors: n/a.
+/// Source: cuda-python PR #2371 (description); where it is silent,
+/// cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0.
+struct SeedPolicy {
+  static constexpr Variant variant = Variant::seed;
+  static constexpr const char* name = "seed";
+
+  // [litmus:wakeup.push]
+  static constexpr std::memory_order push = std::memory_order_release;
+  // The head_ test before the claim (shipped code; the text is silent).
+  // [litmus:wakeup.check]
+  static constexpr std::memory_order check = std::memory_order_acquire;
+  // compare_exchange false -> true (shipped code: acq_rel, failure relaxed).
+  // [litmus:wakeup.claim]
+  static constexpr std::memory_order claim = std::memory_order_acq_rel;
+  // [litmus:wakeup.clear]
+  static constexpr std::memory_order clear = std::memory_order_release;
+  // [litmus:wakeup.take]
+  static constexpr std::memory_order take = std::memory_order_acquire;
+  // The drain's re-check of head_ after the clear.
+  // [litmus:wakeup.recheck]
+  static constexpr std::memory_order recheck = std::memory_order_acquire;
+
+  // No gate: only the accepting_ flag, stopped by the Py_AtExit callback.
+  // [litmus:gate.check]
+  static constexpr std::memory_order gate_check = std::memory_order_acquire;
+  // [litmus:gate.close]
+  static constexpr std::memory_order gate_close = std::memory_order_release;
+
+  static constexpr DrainShape drain_shape = DrainShape::take_clear_recheck;
+  static constexpr bool fast_path = false;
+  static constexpr bool gate = false;
+  static constexpr bool direct_drain = false;
+  static constexpr bool rearm = false;
+  static constexpr bool schedule_checks_finalizing = false;
+  static constexpr bool drain_checks_finalizing = true;
+  static constexpr bool schedule_checks_head = true;
+  static constexpr bool close_at_py_atexit = true;
+};
+
+/// cuda-core 1.2.0 as shipped (see the essay above).
+///
+/// Thread: a type of constants.  Memory ordering: the constants below.
+/// Errors: n/a.
+/// Source: cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0;
+/// the wheel cuda_core-1.2.0-cp312 (cu13/_resource_handles*.so).
+struct CudaCore12Policy {
+  static constexpr Variant variant = Variant::cuda_core_1_2;
+  static constexpr const char* name = "cuda-core-1.2";
+
+  // compare_exchange_weak(head, item, release, relaxed) in enqueue().
+  // [litmus:wakeup.push]
+  static constexpr std::memory_order push = std::memory_order_release;
+  // head_.load(acquire) in schedule() before the claim.
+  // [litmus:wakeup.check]
+  static constexpr std::memory_order check = std::memory_order_acquire;
+  // scheduled_.compare_exchange_strong(false, true, acq_rel, relaxed).
+  // [litmus:wakeup.claim]
+  static constexpr std::memory_order claim = std::memory_order_acq_rel;
+  // scheduled_.store(false, release) after the take loop.
+  // [litmus:wakeup.clear]
+  static constexpr std::memory_order clear = std::memory_order_release;
+  // head_.exchange(nullptr, acquire) in the take loop.
+  // [litmus:wakeup.take]
+  static constexpr std::memory_order take = std::memory_order_acquire;
+  // head_.load(acquire) after the clear: x86 `movb $0` then `mov`, no fence.
+  // [litmus:wakeup.recheck]
+  static constexpr std::memory_order recheck = std::memory_order_acquire;
+
+  // No gate.  accepting_.load(acquire) at the top of schedule().
+  // [litmus:gate.check]
+  static constexpr std::memory_order gate_check = std::memory_order_acquire;
+  // stop(): accepting_.store(false, release).
+  // [litmus:gate.close]
+  static constexpr std::memory_order gate_close = std::memory_order_release;
+
+  static constexpr DrainShape drain_shape = DrainShape::take_clear_recheck;
+  static constexpr bool fast_path = false;
+  static constexpr bool gate = false;
+  static constexpr bool direct_drain = false;
+  static constexpr bool rearm = false;
+  static constexpr bool schedule_checks_finalizing = true;
+  static constexpr bool drain_checks_finalizing = true;
+  static constexpr bool schedule_checks_head = true;
+  static constexpr bool close_at_py_atexit = false;
+};
+
+/// The variant's name as DEFERRED_CLEANUP_VARIANT spells it.
+///
+/// Thread: any.  Memory ordering: n/a.  Errors: none.
+/// Source: this project (the environment variable's values).
+/// @param v a variant
+/// @return "reference", "seed" or "cuda-core-1.2"
+constexpr const char* variant_name(Variant v) noexcept {
+  switch (v) {
+    case Variant::reference:
+      return ReferencePolicy::name;
+    case Variant::seed:
+      return SeedPolicy::name;
+    case Variant::cuda_core_1_2:
+      return CudaCore12Policy::name;
+  }
+  return "?";
+}
+
+}  // namespace deferred_cleanup

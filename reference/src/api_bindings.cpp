@@ -1,0 +1,311 @@
+// api_bindings.cpp: the Python API of deferred_cleanup._native.
+//
+// Every main-thread API call is an entry point: it first runs the variant's
+// entry-point step (drain.hpp, drain_at_entry), which in the reference
+// drains directly (gh-95820).  Graph takes part in the garbage collector's
+// protocol: a payload may reference its own graph through C++ (graph -> user
+// object -> payload -> object -> graph), a cycle the collector cannot see
+// unless Graph's tp_traverse visits the payloads it owns; its tp_clear
+// destroys the driver graph, after which the destructors release the
+// payloads on the main thread as usual.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <string>
+#include <system_error>
+
+#include "host.hpp"
+
+namespace deferred_cleanup::host {
+
+namespace {
+
+void graph_attach(PyGraph& g, py::object obj, py::object finalizer) {
+  entry();
+  if (g.destroyed) throw GraphDestroyedError("attach() on a destroyed graph: the object was not retained");
+  if (shut_down())
+    throw ShutdownError("deferred_cleanup has shut down (interpreter exit): attach() refused, the object was not retained");
+  if (!finalizer.is_none() && !PyCallable_Check(finalizer.ptr()))
+    throw py::type_error("finalizer must be callable or None");
+  if (g.payloads.size() == g.payloads.capacity()) {
+    g.payloads.reserve(std::max<std::size_t>(16, 2 * g.payloads.capacity()));  // may throw: nothing created yet
+  }
+  PyPayload* p = new_payload(obj, finalizer);
+  AttachResult r;
+  try {
+    r = g.driver->attach(g.handle, destructor_fn(), p);
+  } catch (...) {
+    // Drivers throw only before a user object exists (driver.hpp): release
+    // exactly once, here or (off the main thread) through the queue.
+    release_uncreated(p);
+    throw;
+  }
+  switch (r.status) {
+    case AttachStatus::attached:
+      g_counters.user_objects.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      g.payloads.push_back(p);  // capacity reserved above: no allocation, no throw
+      ++g.attached;
+      return;
+    case AttachStatus::not_created:
+      release_uncreated(p);
+      throw DriverError(r.message + "; the object was released directly");
+    case AttachStatus::released:
+      g_counters.user_objects.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      throw DriverError(r.message + "; the object is released through the user object's destructor");
+  }
+}
+
+void graph_instantiate(PyGraph& g) {
+  entry();
+  if (g.destroyed) throw GraphDestroyedError("instantiate() on a destroyed graph");
+  g.driver->instantiate(g.handle);
+}
+
+void graph_destroy(PyGraph& g) {
+  entry();
+  if (g.destroyed) throw GraphDestroyedError("destroy() called twice: the graph is already destroyed");
+  g.destroy_once();
+}
+
+std::unique_ptr<PyGraph> create_graph(const std::shared_ptr<Driver>& d) {
+  entry();
+  auto g = std::make_unique<PyGraph>();
+  g->driver = d;
+  g->handle = d->create_graph();
+  return g;
+}
+
+/// A CUDA driver with its info, as one Driver for the bindings.
+class CudaDriverBox final : public Driver {
+ public:
+  CudaDriverBox() : inner_(make_cuda_driver(&info_)) {}
+  const char* name() const noexcept override { return "cuda"; }
+  GraphHandle create_graph() override { return inner_->create_graph(); }
+  AttachResult attach(GraphHandle g, DestructorFn fn, void* arg) override { return inner_->attach(g, fn, arg); }
+  void instantiate(GraphHandle g) override { inner_->instantiate(g); }
+  void destroy(GraphHandle g) override { inner_->destroy(g); }
+  const CudaInfo& info() const { return info_; }
+
+ private:
+  CudaInfo info_;
+  std::unique_ptr<Driver> inner_;
+};
+
+// GC protocol of Graph (pybind11 custom_type_setup; CPython
+// Doc/c-api/gcsupport.rst): visit the objects of the payloads this graph
+// still owns; clear = destroy the driver graph.
+int graph_traverse(PyObject* self, visitproc visit, void* arg) {
+#if PY_VERSION_HEX >= 0x03090000
+  Py_VISIT(Py_TYPE(self));  // heap types must visit their type
+#endif
+  if (!py::detail::is_holder_constructed(self)) return 0;
+  auto& g = py::cast<PyGraph&>(py::handle(self));
+  if (g.destroyed) return 0;
+  for (PyPayload* p : g.payloads) {
+    Py_VISIT(p->obj);
+    Py_VISIT(p->finalizer);
+  }
+  return 0;
+}
+
+int graph_clear(PyObject* self) {
+  if (!py::detail::is_holder_constructed(self)) return 0;
+  auto& g = py::cast<PyGraph&>(py::handle(self));
+  try {
+    g.destroy_once();
+  } catch (...) {
+    // The collector cannot take an exception; the graph is marked destroyed.
+  }
+  return 0;
+}
+
+}  // namespace
+
+void register_api(py::module_& m) {
+  // pybind11 tries the most recently registered translator first, so the
+  // subclass DriverUnavailable is registered after its base DriverError.
+  auto& driver_error = py::register_exception<DriverError>(m, "DriverError", PyExc_RuntimeError);
+  py::register_exception<DriverUnavailable>(m, "DriverUnavailable", driver_error.ptr());
+  py::register_exception<ShutdownError>(m, "ShutdownError", PyExc_RuntimeError);
+  py::register_exception<NotMainThreadError>(m, "NotMainThreadError", PyExc_RuntimeError);
+  py::register_exception<GraphDestroyedError>(m, "GraphDestroyedError", PyExc_RuntimeError);
+
+  m.def(
+      "stats",
+      [] {
+        entry();
+        return counters();
+      },
+      "stats() -> dict\n\nAn entry point, then the counters; see deferred_cleanup.stats.");
+  m.def("counters", &counters, "counters() -> dict\n\nThe counters as a relaxed snapshot; not an entry point.");
+  m.def(
+      "drain_now",
+      [] {
+        if (!host_is_main_thread()) throw NotMainThreadError("drain_now() may only be called on the main thread");
+        std::size_t n = with_queue([](auto& q) -> std::size_t {
+          if (!q.host_alive()) throw ShutdownError("deferred_cleanup has shut down: nothing is drained any more");
+          if (q.draining()) return 0;
+          q.stats.direct_drains.fetch_add(1, std::memory_order_relaxed);  // statistics only
+          return drain_all(q);
+        });
+        raise_deferred_interrupt();
+        return n;
+      },
+      "drain_now() -> int\n\nRun every queued cleanup on the main thread; see deferred_cleanup.drain_now.");
+  m.def(
+      "poll",
+      [] {
+        const EntryAction a = with_queue([](auto& q) { return drain_at_entry(q); });
+        if (host_is_main_thread()) raise_deferred_interrupt();
+        return a == EntryAction::drained ? "drained" : a == EntryAction::rescheduled ? "rescheduled" : "nothing";
+      },
+      "poll() -> str\n\nThe entry-point step alone; see deferred_cleanup.poll.");
+
+  // Registered before the drivers so that the signature pybind11 generates
+  // for Driver.create_graph names deferred_cleanup._native.Graph.
+  py::class_<PyGraph> graph_class(m, "Graph", py::custom_type_setup([](PyHeapTypeObject* heap_type) {
+                                    auto* type = &heap_type->ht_type;
+                                    type->tp_flags |= Py_TPFLAGS_HAVE_GC;
+                                    type->tp_traverse = &graph_traverse;
+                                    type->tp_clear = &graph_clear;
+                                  }),
+                                  "A graph of a driver; created by Driver.create_graph().");
+
+  py::class_<Driver, std::shared_ptr<Driver>>(m, "Driver", "Base class of the drivers (the C++ seam driver.hpp).")
+      .def_property_readonly(
+          "name", [](const Driver& d) { return std::string(d.name()); }, "str: 'simulated' or 'cuda'.")
+      .def("create_graph", &create_graph,
+           "create_graph() -> Graph\n\nAn entry point; creates an empty graph. Raises DriverError.");
+
+  py::class_<SimulatedDriver, Driver, std::shared_ptr<SimulatedDriver>>(
+      m, "SimulatedDriver",
+      "SimulatedDriver()\n\nReference-counted user objects whose destructors run on a dedicated native "
+      "thread with no Python thread state, plus test controls (hold, burst release, failure injection). "
+      "Raises DriverError when its thread cannot be started.")
+      .def(py::init([] {
+        entry();
+        std::shared_ptr<SimulatedDriver> d;
+        try {
+          d = std::make_shared<SimulatedDriver>();
+        } catch (const std::system_error& e) {
+          throw DriverError(std::string("simulated driver: cannot start its destructor thread: ") + e.what());
+        }
+        track_simulated_driver(d);
+        return d;
+      }))
+      .def("set_hold", &SimulatedDriver::set_hold, py::arg("hold"),
+           "set_hold(hold: bool) -> None\n\nHold destructor calls back (True) or deliver them (False); "
+           "turning holding off does not release what is held. Raises nothing.")
+      .def_property_readonly("held", &SimulatedDriver::held, "int: destructor calls held back now.")
+      .def(
+          "release",
+          [](SimulatedDriver& d, int threads) {
+            if (threads < 1) throw py::value_error("release: threads must be >= 1");
+            return d.release(threads);
+          },
+          py::arg("threads") = 8,
+          "release(threads: int = 8) -> int\n\nRelease every held destructor call in one burst from `threads` "
+          "native threads (at least 1) that start together; returns at once with the number released. Raises "
+          "ValueError for threads < 1; DriverError when a thread cannot be started (the message says how many "
+          "started and whether the calls were released with fewer threads or stay held).")
+      .def(
+          "wait_idle",
+          [](SimulatedDriver& d, double timeout_s) {
+            const auto t = checked_timeout(timeout_s, "wait_idle");
+            return without_gil([&] { return d.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(t)); });
+          },
+          py::arg("timeout_s") = 10.0,
+          "wait_idle(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until every due destructor call "
+          "returned; False on timeout (seconds). Not an entry point. Raises ValueError unless 0 <= timeout_s "
+          "<= one year and finite.")
+      .def(
+          "fail_next_creates",
+          [](SimulatedDriver& d, int n) {
+            if (n < 0) throw py::value_error("fail_next_creates: n must be >= 0");
+            d.fail_next_creates(n);
+          },
+          py::arg("n"),
+          "fail_next_creates(n: int) -> None\n\nThe next n attach() calls fail before a user object exists "
+          "(the payload is released directly, on the main thread, and DriverError raised). Raises ValueError "
+          "for n < 0.")
+      .def(
+          "fail_next_retains",
+          [](SimulatedDriver& d, int n) {
+            if (n < 0) throw py::value_error("fail_next_retains: n must be >= 0");
+            d.fail_next_retains(n);
+          },
+          py::arg("n"),
+          "fail_next_retains(n: int) -> None\n\nThe next n attach() calls create the user object, then fail "
+          "to hand it to the graph (its destructor fires; DriverError raised). Raises ValueError for n < 0.")
+      .def(
+          "_test_fail_thread_starts",
+          [](SimulatedDriver& d, int n) {
+            if (n < 0) throw py::value_error("_test_fail_thread_starts: n must be >= 0");
+            d.fail_next_thread_starts(n);
+          },
+          py::arg("n"),
+          "_test_fail_thread_starts(n: int) -> None\n\nThe next n native threads this driver starts fail as "
+          "if the system refused (std::system_error, EAGAIN).")
+      .def(
+          "_test_fail_message_alloc",
+          [](SimulatedDriver& d, int n) {
+            if (n < 0) throw py::value_error("_test_fail_message_alloc: n must be >= 0");
+            d.fail_next_message_allocs(n);
+          },
+          py::arg("n"),
+          "_test_fail_message_alloc(n: int) -> None\n\nThe next n error messages attach() builds throw "
+          "std::bad_alloc while being built.")
+      .def_property_readonly("last_release_ns", &SimulatedDriver::last_release_ns,
+                             "int: steady_clock time (ns) at which the last burst started, or 0.")
+      .def_property_readonly("delivered", &SimulatedDriver::delivered, "int: destructor calls delivered so far.")
+      .def_property_readonly("lost_in_fork", &SimulatedDriver::lost_in_fork,
+                             "int: destructor calls that were running on a thread that does not exist in this "
+                             "forked child (never delivered here).")
+      .def(
+          "_test_release_at_exit",
+          [](const std::shared_ptr<SimulatedDriver>& d, int threads) { release_at_backstop(d, threads); },
+          py::arg("threads") = 4,
+          "_test_release_at_exit(threads: int = 4) -> None\n\nKeep this driver alive until the Py_AtExit "
+          "backstop, which releases its held destructor calls from `threads` threads after finalization and "
+          "waits for them.");
+
+  py::class_<CudaDriverBox, Driver, std::shared_ptr<CudaDriverBox>>(
+      m, "CudaDriver",
+      "CudaDriver()\n\nThe CUDA driver API, opened at run time (dlopen libcuda.so.1, cuGetProcAddress), on "
+      "device 0's primary context. Raises DriverUnavailable naming the reason (no cuda.h at build time, no "
+      "libcuda, cuInit failure, no device).")
+      .def(py::init([] {
+        entry();
+        return std::make_shared<CudaDriverBox>();
+      }))
+      .def_property_readonly(
+          "driver_version", [](const CudaDriverBox& d) { return d.info().driver_version; },
+          "int: cuDriverGetVersion (e.g. 12080 for 12.8).")
+      .def_property_readonly(
+          "device_name", [](const CudaDriverBox& d) { return d.info().device_name; },
+          "str: cuDeviceGetName of device 0.");
+
+  graph_class
+      .def("attach", &graph_attach, py::arg("obj"), py::arg("finalizer") = py::none(),
+           "attach(obj: object, finalizer: Callable[[object], None] | None = None) -> None\n\n"
+           "An entry point. Keep obj alive until this graph's new user object dies; then, on the main thread, "
+           "call finalizer(obj) (errors go to sys.unraisablehook; KeyboardInterrupt and SystemExit are raised "
+           "after the drain) and drop obj.\n"
+           "Raises GraphDestroyedError (graph destroyed), ShutdownError (interpreter exiting), TypeError "
+           "(finalizer not callable): obj is not retained. DriverError: creation failed (obj released on the "
+           "main thread) or the hand-over failed (obj released through the destructor).")
+      .def("instantiate", &graph_instantiate,
+           "instantiate() -> None\n\nAn entry point. Instantiate the graph (CUDA: and launch it once, without "
+           "waiting). Raises GraphDestroyedError, DriverError.")
+      .def("destroy", &graph_destroy,
+           "destroy() -> None\n\nAn entry point. Destroy the graph; user objects whose last reference goes "
+           "away have their destructors called by the driver. Raises GraphDestroyedError when called twice, "
+           "DriverError.")
+      .def_property_readonly(
+          "destroyed", [](const PyGraph& g) { return g.destroyed; }, "bool: destroy() was called.")
+      .def_property_readonly(
+          "attached", [](const PyGraph& g) { return g.attached; }, "int: objects attached successfully.");
+}
+
+}  // namespace deferred_cleanup::host

@@ -1,0 +1,657 @@
+// host.cpp: the CPython host of the queue, for each of the three variants.
+//
+// This is where the core (reference/include/deferred_cleanup/) meets
+// CPython.  It gives the core its Host: Py_AddPendingCall, a main-thread
+// test, a clock for the re-arm rule, and (for the comparison variants) the
+// finalizing test cuda-core 1.2.0 uses.  It owns the payload (a Python object
+// plus an optional finalizer, behind a DeferredCleanupItem) and its cleanup,
+// and the lifecycle hooks:
+//
+//   variant        exit hook (Python atexit phase)     Py_AtExit backstop
+//   reference      close at the last moment: drain     count leaked items
+//                  while destructors are due, close
+//                  the gate, wait it out, final drain,
+//                  host dead
+//   seed           none                                stop accepting (the
+//                                                      PR #2371 text), count
+//   cuda-core-1.2  none                                count only (the wheel
+//                                                      registers nothing)
+//
+// The backstop's counting never changes a variant's behaviour: it walks the
+// list without taking it.  A fork() child is made consistent by
+// after_fork_child(), registered by deferred_cleanup/__init__.py with
+// os.register_at_fork in every variant (it is the host's and the simulated
+// driver's state, not the protocol's).
+//
+// Cleanups that raise KeyboardInterrupt or SystemExit (Ctrl-C during a long
+// drain, sys.exit() in a finalizer) are not swallowed: the first one is kept,
+// the remaining cleanups still run exactly once, and it is raised where the
+// drain was entered (the pending call returns -1 with it set, so CPython
+// raises it in the interrupted code; an entry point raises it).  Other
+// exceptions go to sys.unraisablehook, as before.
+#include "host.hpp"
+
+#include <pybind11/pybind11.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "deferred_cleanup/drain.hpp"
+#include "deferred_cleanup/scheduling.hpp"
+#include "deferred_cleanup/shutdown.hpp"
+
+namespace deferred_cleanup::host {
+
+Variant g_variant = Variant::reference;
+ReferenceQueue* g_reference = nullptr;
+SeedQueue* g_seed = nullptr;
+CudaCore12Queue* g_cuda_core = nullptr;
+unsigned long g_main_ident = 0;
+std::atomic<bool> g_torn_down{false};
+HostCounters g_counters;
+std::unordered_set<PyGraph*> g_live_graphs;
+
+namespace {
+
+// ---------------------------------------------------------------- host functions
+
+// Producers inside Py_AddPendingCall right now (any variant), so the
+// backstop can wait for a producer it released in a test.  seq_cst: the
+// backstop's read after setting g_torn_down must see an increment made
+// before the producer read g_torn_down (store buffering, as in the gate).
+std::atomic<std::uint32_t> g_in_host{0};
+
+int host_add_pending_call(PendingCallFn fn, void* arg) {
+  // Announces us to the backstop's wait (seq_cst; see g_in_host).
+  g_in_host.fetch_add(1, std::memory_order_seq_cst);
+  // Written once by the backstop (seq_cst).
+  if (g_torn_down.load(std::memory_order_seq_cst)) {
+    // Statistics only: a call into CPython after teardown (the hazard).
+    g_counters.host_calls_after_teardown.fetch_add(1, std::memory_order_relaxed);
+  }
+  int rc = 0;
+  if (!test_hook_lose_call()) {
+    rc = Py_AddPendingCall(fn, arg);
+  }
+  // Read by the backstop's wait.
+  g_in_host.fetch_sub(1, std::memory_order_release);
+  return rc;
+}
+
+bool finalizing_now() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+// cuda-core 1.2.0's test, as shipped: `!Py_IsInitialized() || finalizing`.
+bool host_finalizing() { return !Py_IsInitialized() || finalizing_now(); }
+
+// ---------------------------------------------------------------- deferred interrupts
+
+// The first KeyboardInterrupt/SystemExit raised by a cleanup, not yet
+// delivered (a strong reference; main thread, GIL held).
+PyObject* g_deferred_type = nullptr;
+PyObject* g_deferred_value = nullptr;
+PyObject* g_deferred_tb = nullptr;
+
+bool take_deferred(PyObject** type, PyObject** value, PyObject** tb) {
+  if (g_deferred_type == nullptr) return false;
+  *type = g_deferred_type;
+  *value = g_deferred_value;
+  *tb = g_deferred_tb;
+  g_deferred_type = g_deferred_value = g_deferred_tb = nullptr;
+  return true;
+}
+
+int host_after_drain() {
+  PyObject *t, *v, *tb;
+  if (!take_deferred(&t, &v, &tb)) return 0;
+  g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  PyErr_Restore(t, v, tb);  // CPython raises it in the interrupted code
+  return -1;
+}
+
+/// Save and restore the current exception around a cleanup, so a drain run
+/// from a pending call or an entry point never clobbers or leaks one.
+struct SavedError {
+  PyObject *type = nullptr, *value = nullptr, *tb = nullptr;
+  SavedError() { PyErr_Fetch(&type, &value, &tb); }
+  ~SavedError() { PyErr_Restore(type, value, tb); }
+};
+
+/// Report the current exception of a cleanup: KeyboardInterrupt and
+/// SystemExit are kept for delivery after the drain; others are unraisable.
+void report_cleanup_error(PyObject* where) {
+  if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
+    if (g_deferred_type == nullptr) {
+      PyErr_Fetch(&g_deferred_type, &g_deferred_value, &g_deferred_tb);
+      PyErr_NormalizeException(&g_deferred_type, &g_deferred_value, &g_deferred_tb);
+      return;
+    }
+  }
+  PyErr_WriteUnraisable(where);
+}
+
+std::set<unsigned long> g_destructor_threads;  // main thread only (GIL): distinct destructor threads
+
+/// The cleanup: main thread, GIL held (pending call or entry point).  Calls
+/// the finalizer with the object, drops both references.  Nothing escapes.
+void py_cleanup(void* arg) noexcept {
+  auto* p = static_cast<PyPayload*>(arg);
+  const unsigned long me = PyThread_get_thread_ident();
+  // Statistics only (relaxed): none of these counters orders anything.
+  (me == g_main_ident ? g_counters.cleanups_on_main : g_counters.cleanups_off_main)
+      .fetch_add(1, std::memory_order_relaxed);
+  if (p->destructor_thread != 0 && p->destructor_thread == g_main_ident)
+    g_counters.destructors_on_main.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  // Written on the main thread by the exit hook or the backstop: program order.
+  if (g_counters.shutdown_done.load(std::memory_order_relaxed))
+    g_counters.cleanups_after_shutdown.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  if (p->destructor_thread != 0) {
+    try {
+      g_destructor_threads.insert(p->destructor_thread);
+    } catch (...) {
+      // Out of memory while recording a statistic: skip the statistic.
+    }
+  }
+  {
+    SavedError saved;
+    if (p->finalizer != nullptr) {
+      PyObject* r = PyObject_CallOneArg(p->finalizer, p->obj);
+      if (r == nullptr) {
+        report_cleanup_error(p->finalizer);  // a raising finalizer never stops the drain
+      } else {
+        Py_DECREF(r);
+      }
+    }
+    Py_DECREF(p->obj);  // may run __del__; CPython reports its errors itself
+    Py_XDECREF(p->finalizer);
+    if (PyErr_Occurred()) report_cleanup_error(nullptr);
+  }
+  delete p;
+  g_counters.last_cleanup_ns.store(now_ns(), std::memory_order_relaxed);  // statistics only
+}
+
+/// The user-object destructor handed to the driver: runs on a driver thread
+/// with no thread state.  Records its thread (plain store, published by the
+/// push) and does what callback.hpp allows.
+template <class P>
+void binding_destructor(void* arg) {
+  auto* p = static_cast<PyPayload*>(arg);
+  const auto self = static_cast<unsigned long>(pthread_self());
+  p->destructor_thread = self;
+  g_counters.last_destructor_thread.store(self, std::memory_order_relaxed);  // report only
+  g_counters.enqueued.fetch_add(1, std::memory_order_relaxed);               // statistics only
+  if (g_counters.shutdown_done.load(std::memory_order_relaxed))
+    g_counters.enqueued_late.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  user_object_destructor<P>(&p->item);
+}
+
+Host g_host{
+    .add_pending_call = &host_add_pending_call,
+    .is_main_thread = &host_is_main_thread,
+    .in_gate = &test_hook_in_gate,
+    .now_ns = &now_ns,
+    .finalizing = &host_finalizing,
+    .after_drain = &host_after_drain,
+};
+
+// ---------------------------------------------------------------- settings and exit report
+
+std::atomic<std::int64_t> g_exit_wait_ns{5'000'000'000};  // configure(exit_wait_s=...)
+char g_stats_path[4096] = {0};
+int g_atexit_rc = 0;
+
+struct ExitReport {
+  bool ran = false;
+  bool gate_clear = true;
+  std::uint64_t gate_waited_us = 0;
+  std::uint64_t final_drained = 0;
+  std::uint64_t drained_while_waiting = 0;
+  std::uint64_t awaited_us = 0;
+  std::uint64_t destructors_not_run = 0;  // due at the end of the exit wait
+  std::uint64_t graphs_alive = 0;
+  std::uint64_t payloads_in_live_graphs = 0;
+  std::int64_t at_ns = 0;  // when the exit hook finished (steady clock)
+};
+ExitReport g_exit;
+
+std::uint64_t destructors_due() {
+  // Statistics snapshot (relaxed): user objects whose destructor has not run,
+  // less those a live graph still owns.
+  const std::uint64_t created = g_counters.user_objects.load(std::memory_order_relaxed);
+  const std::uint64_t ran = g_counters.enqueued.load(std::memory_order_relaxed);
+  const std::uint64_t live = payloads_in_live_graphs();
+  return created > ran + live ? created - ran - live : 0;
+}
+
+// ---------------------------------------------------------------- simulated drivers
+
+std::mutex g_drivers_mu;
+std::vector<std::pair<std::shared_ptr<SimulatedDriver>, int>> g_release_at_exit;
+std::vector<std::weak_ptr<SimulatedDriver>> g_sim_drivers;
+
+// ---------------------------------------------------------------- backstop
+
+const char* kStatsKeys[] = {"created", "enqueued_late_core", "cleaned", "direct_cleanups",
+                            "schedule_attempts", "schedule_failures", "pending_calls", "drain_cycles",
+                            "pending_calls_ignored", "direct_drains", "retries", "rearms",
+                            "leaked_at_shutdown", "leaked_finalizing", "gate_timeouts", "forks"};
+
+void write_stats_json(const char* path, std::int64_t backstop_ns) {
+  // Plain C stdio: the interpreter is gone.  Relaxed snapshots (statistics).
+  FILE* f = std::fopen(path, "w");
+  if (f == nullptr) return;
+  const Stats& s = stats();
+  const std::atomic<std::uint64_t>* vals[] = {
+      &s.created, &s.enqueued_late, &s.cleaned, &s.direct_cleanups, &s.schedule_attempts,
+      &s.schedule_failures, &s.pending_calls, &s.drain_cycles, &s.pending_calls_ignored,
+      &s.direct_drains, &s.retries, &s.rearms, &s.leaked_at_shutdown, &s.leaked_finalizing,
+      &s.gate_timeouts, &s.forks};
+  auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+  std::fprintf(f, "{\"variant\": \"%s\"", variant_name(g_variant));
+  for (std::size_t i = 0; i < sizeof vals / sizeof vals[0]; ++i)
+    std::fprintf(f, ", \"%s\": %llu", kStatsKeys[i], u(vals[i]->load(std::memory_order_relaxed)));
+  const HostCounters& c = g_counters;
+  const std::pair<const char*, const std::atomic<std::uint64_t>*> host_vals[] = {
+      {"enqueued", &c.enqueued},
+      {"enqueued_late", &c.enqueued_late},
+      {"user_objects", &c.user_objects},
+      {"cleanups_on_main", &c.cleanups_on_main},
+      {"cleanups_off_main", &c.cleanups_off_main},
+      {"cleanups_after_shutdown", &c.cleanups_after_shutdown},
+      {"host_calls_after_teardown", &c.host_calls_after_teardown},
+      {"deferred_interrupts", &c.deferred_interrupts}};
+  for (const auto& [k, v] : host_vals)
+    std::fprintf(f, ", \"%s\": %llu", k, u(v->load(std::memory_order_relaxed)));  // statistics only
+  std::fprintf(f, ", \"in_flight_at_backstop\": %llu",
+               u(g_in_host.load(std::memory_order_relaxed)));  // statistics only
+  std::fprintf(f, ", \"gate_hook_passes\": %d", test_gate_hook_passes());
+  std::fprintf(f, ", \"exit_hook_ran\": %s", g_exit.ran ? "true" : "false");
+  std::fprintf(f, ", \"exit_destructors_not_run\": %llu", u(g_exit.destructors_not_run));
+  std::fprintf(f, ", \"exit_graphs_alive\": %llu", u(g_exit.graphs_alive));
+  std::fprintf(f, ", \"exit_payloads_in_live_graphs\": %llu", u(g_exit.payloads_in_live_graphs));
+  std::fprintf(f, ", \"exit_drained_while_waiting\": %llu", u(g_exit.drained_while_waiting));
+  std::fprintf(f, ", \"exit_final_drained\": %llu", u(g_exit.final_drained));
+  std::fprintf(f, ", \"exit_gate_clear\": %s", g_exit.gate_clear ? "true" : "false");
+  // The seed's window: from the end of the Python atexit phase (our exit
+  // hook, reference only) or, without one, unknown (-1), to the backstop.
+  const long long window = g_exit.ran ? static_cast<long long>(backstop_ns - g_exit.at_ns) : -1;
+  std::fprintf(f, ", \"exit_to_backstop_ns\": %lld", window);
+  std::fprintf(f, "}\n");
+  std::fclose(f);
+}
+
+/// Py_AtExit backstop (every variant): no Python API from here on.
+void backstop() {
+  const std::int64_t start = now_ns();
+  // Seen by producers in host_add_pending_call (seq_cst; see g_in_host).
+  g_torn_down.store(true, std::memory_order_seq_cst);
+  g_counters.shutdown_done.store(true, std::memory_order_relaxed);  // main thread: program order
+  with_queue([](auto& q) {
+    using P = typename std::remove_reference_t<decltype(q)>::Policy;
+    if constexpr (P::variant == Variant::reference) {
+      q.close();  // already closed by the exit hook unless it never ran
+      q.mark_host_dead();
+    }
+    if constexpr (P::close_at_py_atexit) {
+      q.close();  // the seed's one shutdown step, first thing in its Py_AtExit callback
+    }
+  });
+  // Test hook: a producer held inside the window is released now, after
+  // finalization; wait for it to leave the host call (bounded).
+  test_hooks_at_backstop();
+  // Test hook: simulated callbacks held for "after finalization".
+  std::vector<std::pair<std::shared_ptr<SimulatedDriver>, int>> late;
+  std::vector<std::shared_ptr<SimulatedDriver>> all;
+  {
+    std::lock_guard<std::mutex> lk(g_drivers_mu);
+    late.swap(g_release_at_exit);
+    for (auto& w : g_sim_drivers)
+      if (auto d = w.lock()) all.push_back(std::move(d));
+  }
+  for (auto& [d, threads] : late) {
+    try {
+      d->release(threads);
+    } catch (...) {
+      // No thread could be started: the calls stay held, counted as leaked.
+    }
+  }
+  for (auto& d : all) d->wait_idle(std::chrono::seconds(5));
+  for (int i = 0; i < 5000 && g_in_host.load(std::memory_order_seq_cst) != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  with_queue([](auto& q) { backstop_at_exit(q); });
+  if (g_stats_path[0] != '\0') write_stats_json(g_stats_path, start);
+  // Drivers in `late`/`all` are leaked on purpose: destroying one here could
+  // run more destructors; the process is about to end.
+  for (auto& [d, threads] : late) new std::shared_ptr<SimulatedDriver>(std::move(d));
+  for (auto& d : all) new std::shared_ptr<SimulatedDriver>(std::move(d));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- shared functions
+
+bool host_is_main_thread() { return PyThread_get_thread_ident() == g_main_ident; }
+
+std::int64_t now_ns() {
+  const auto t = std::chrono::steady_clock::now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t).count();
+}
+
+bool interpreter_finalizing() { return !Py_IsInitialized() || finalizing_now(); }
+
+void park_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+}
+
+Stats& stats() {
+  return with_queue([](auto& q) -> Stats& { return q.stats; });
+}
+
+DestructorFn destructor_fn() {
+  return with_queue([](auto& q) -> DestructorFn {
+    using P = typename std::remove_reference_t<decltype(q)>::Policy;
+    return &binding_destructor<P>;
+  });
+}
+
+std::chrono::nanoseconds checked_timeout(double seconds, const char* what) {
+  constexpr double kMax = 365.0 * 24 * 3600;
+  if (!std::isfinite(seconds) || seconds < 0.0 || seconds > kMax) {
+    throw py::value_error(std::string(what) + ": timeout must be a finite number of seconds from 0 to " +
+                          std::to_string(static_cast<long long>(kMax)) + " (one year)");
+  }
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+}
+
+PyPayload* new_payload(py::handle obj, py::handle finalizer) {
+  auto* p = new PyPayload;
+  p->obj = obj.inc_ref().ptr();
+  p->finalizer = finalizer.is_none() ? nullptr : finalizer.inc_ref().ptr();
+  init_item(p->item, p, &py_cleanup);
+  stats().created.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  return p;
+}
+
+void release_uncreated(PyPayload* p) {
+  with_queue([p](auto& q) {
+    if (host_is_main_thread()) {
+      cleanup_directly(q, &p->item);
+    } else {
+      // Off the main thread: hand it to the main thread as a destructor would.
+      g_counters.enqueued.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      g_counters.user_objects.fetch_add(1, std::memory_order_relaxed);  // it is now "due"
+      q.stats.direct_cleanups.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      on_user_object_destroyed(q, &p->item);
+    }
+  });
+  if (host_is_main_thread()) raise_deferred_interrupt();
+}
+
+void raise_deferred_interrupt() {
+  PyObject *t, *v, *tb;
+  if (!take_deferred(&t, &v, &tb)) return;
+  g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  PyErr_Restore(t, v, tb);
+  throw py::error_already_set();
+}
+
+void entry() {
+  with_queue([](auto& q) { drain_at_entry(q); });
+  if (host_is_main_thread()) raise_deferred_interrupt();
+}
+
+bool shut_down() {
+  return with_queue([](auto& q) { return !q.host_alive() || !q.accepting(); }) ||
+         g_counters.shutdown_done.load(std::memory_order_relaxed);
+}
+
+std::uint64_t payloads_in_live_graphs() {
+  std::uint64_t n = 0;
+  for (const PyGraph* g : g_live_graphs)
+    if (!g->destroyed) n += g->payloads.size();
+  return n;
+}
+
+PyGraph::PyGraph() { g_live_graphs.insert(this); }
+
+PyGraph::~PyGraph() {
+  g_live_graphs.erase(this);
+  if (!destroyed) {
+    try {
+      destroy_once();
+    } catch (...) {
+      // A graph object that dies undestroyed releases what it can; errors
+      // here have nobody to go to.
+    }
+  }
+}
+
+void PyGraph::destroy_once() {
+  if (destroyed) return;
+  destroyed = true;  // even if the driver fails, never destroy twice
+  payloads.clear();  // the driver's destructors own them from here on
+  driver->destroy(handle);
+}
+
+void track_simulated_driver(const std::shared_ptr<SimulatedDriver>& d) {
+  std::lock_guard<std::mutex> lk(g_drivers_mu);
+  std::erase_if(g_sim_drivers, [](const std::weak_ptr<SimulatedDriver>& w) { return w.expired(); });
+  g_sim_drivers.emplace_back(d);
+}
+
+void release_at_backstop(const std::shared_ptr<SimulatedDriver>& d, int threads) {
+  std::lock_guard<std::mutex> lk(g_drivers_mu);
+  g_release_at_exit.emplace_back(d, threads);
+}
+
+py::dict counters() {
+  py::dict d;
+  with_queue([&d](auto& q) {
+    const Stats& s = q.stats;
+    // statistics only: relaxed snapshot, synchronizes with nothing
+    auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    d["variant"] = variant_name(q.variant());
+    d["created"] = r(s.created);
+    d["cleaned"] = r(s.cleaned);
+    d["direct_cleanups"] = r(s.direct_cleanups);
+    d["schedule_attempts"] = r(s.schedule_attempts);
+    d["schedule_failures"] = r(s.schedule_failures);
+    d["pending_calls"] = r(s.pending_calls);
+    d["drain_cycles"] = r(s.drain_cycles);
+    d["pending_calls_ignored"] = r(s.pending_calls_ignored);
+    d["direct_drains"] = r(s.direct_drains);
+    d["retries"] = r(s.retries);
+    d["rearms"] = r(s.rearms);
+    d["leaked_at_shutdown"] = r(s.leaked_at_shutdown);
+    d["leaked_finalizing"] = r(s.leaked_finalizing);
+    d["gate_timeouts"] = r(s.gate_timeouts);
+    d["forks"] = r(s.forks);
+    const HostCounters& c = g_counters;
+    d["enqueued"] = r(c.enqueued);
+    d["enqueued_late"] = r(c.enqueued_late);
+    d["user_objects"] = r(c.user_objects);
+    d["cleanups_on_main"] = r(c.cleanups_on_main);
+    d["cleanups_off_main"] = r(c.cleanups_off_main);
+    d["destructors_on_main"] = r(c.destructors_on_main);
+    d["cleanups_after_shutdown"] = r(c.cleanups_after_shutdown);
+    d["host_calls_after_teardown"] = r(c.host_calls_after_teardown);
+    d["deferred_interrupts"] = r(c.deferred_interrupts);
+    d["last_destructor_thread"] = c.last_destructor_thread.load(std::memory_order_relaxed);
+    d["main_thread"] = g_main_ident;
+    d["queue_empty"] = q.empty_snapshot();
+    d["scheduled"] = q.scheduled_snapshot();
+    d["accepting"] = q.accepting();
+    d["host_alive"] = q.host_alive();
+    d["destructors_due"] = destructors_due();
+    d["graphs_alive"] = static_cast<std::uint64_t>(g_live_graphs.size());
+    d["payloads_in_live_graphs"] = payloads_in_live_graphs();
+    using P = typename std::remove_reference_t<decltype(q)>::Policy;
+    if constexpr (P::gate) {
+      d["in_flight"] = q.in_flight();
+      d["calls_outstanding"] = q.calls_outstanding();
+    } else {
+      d["in_flight"] = 0;
+      d["calls_outstanding"] = 0;
+    }
+  });
+  return d;
+}
+
+// ---------------------------------------------------------------- exit hook (reference)
+
+namespace {
+
+py::dict exit_hook() {
+  if (g_variant != Variant::reference) {
+    throw std::logic_error("_exit_hook: only the reference variant has an exit hook");
+  }
+  if (!host_is_main_thread()) {
+    throw NotMainThreadError(
+        "_exit_hook() may only run on the main thread: cleanups run there only; nothing was drained");
+  }
+  ReferenceQueue& q = *g_reference;
+  py::dict d;
+  if (!q.host_alive()) {
+    d["already_done"] = true;
+    return d;
+  }
+  // 0. Drain while destructors of graphs destroyed before exit are still due,
+  //    bounded by the exit wait; the GIL is released between drains.
+  const std::int64_t start = now_ns();
+  const std::int64_t bound = g_exit_wait_ns.load(std::memory_order_relaxed);  // a setting
+  std::uint64_t drained = 0;
+  for (;;) {
+    drained += drain_all(q);
+    if (destructors_due() == 0 && q.empty_snapshot()) break;
+    if (now_ns() - start >= bound) break;
+    without_gil([] { std::this_thread::sleep_for(std::chrono::microseconds(500)); });
+  }
+  g_exit.drained_while_waiting = drained;
+  g_exit.awaited_us = static_cast<std::uint64_t>((now_ns() - start) / 1000);
+  g_exit.destructors_not_run = destructors_due();
+  g_exit.graphs_alive = g_live_graphs.size();
+  g_exit.payloads_in_live_graphs = payloads_in_live_graphs();
+  // 1.-4. Close, wait out the gate, final drain, host dead (shutdown.hpp).
+  const ShutdownOutcome out = shutdown_at_exit(q, kDefaultGateBound);
+  g_counters.shutdown_done.store(true, std::memory_order_relaxed);  // main thread: program order
+  g_exit.ran = true;
+  g_exit.gate_clear = out.gate_clear;
+  g_exit.gate_waited_us = out.waited_us;
+  g_exit.final_drained = out.final_drained;
+  g_exit.at_ns = now_ns();
+  d["gate_clear"] = out.gate_clear;
+  d["waited_us"] = out.waited_us;
+  d["final_drained"] = out.final_drained;
+  d["drained_while_waiting"] = drained;
+  d["awaited_us"] = g_exit.awaited_us;
+  d["destructors_not_run"] = g_exit.destructors_not_run;
+  d["graphs_alive"] = g_exit.graphs_alive;
+  d["payloads_in_live_graphs"] = g_exit.payloads_in_live_graphs;
+  raise_deferred_interrupt();
+  return d;
+}
+
+void after_fork_child() {
+  const unsigned long me = PyThread_get_thread_ident();
+  const bool same = me == g_main_ident;
+  g_main_ident = me;  // the forking thread is the child's main thread
+  with_queue([same](auto& q) {
+    q.reset_after_fork(same);
+  });
+  std::vector<std::shared_ptr<SimulatedDriver>> all;
+  {
+    // The child has one thread: g_drivers_mu cannot be held by another, but
+    // it may have been held at fork time; make a new one.
+    new (&g_drivers_mu) std::mutex;
+    for (auto& w : g_sim_drivers)
+      if (auto d = w.lock()) all.push_back(std::move(d));
+  }
+  for (auto& d : all) d->after_fork_child();
+  // Items queued in the parent are the child's own copies: schedule their
+  // drain in the child (see Caveats, fork()).
+  with_queue([](auto& q) {
+    if (!q.empty_snapshot()) retry_schedule(q);
+  });
+}
+
+void configure(py::object exit_wait_s, py::object stale_claim_s) {
+  if (!exit_wait_s.is_none()) {
+    const auto ns = checked_timeout(exit_wait_s.cast<double>(), "configure(exit_wait_s)");
+    g_exit_wait_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
+  }
+  if (!stale_claim_s.is_none()) {
+    const auto ns = checked_timeout(stale_claim_s.cast<double>(), "configure(stale_claim_s)");
+    if (ns.count() <= 0) throw py::value_error("configure(stale_claim_s): must be > 0 seconds");
+    with_queue([&ns](auto& q) { q.set_stale_bound_ns(ns.count()); });
+  }
+}
+
+py::dict settings() {
+  py::dict d;
+  d["exit_wait_s"] = g_exit_wait_ns.load(std::memory_order_relaxed) / 1e9;  // a setting
+  d["stale_claim_s"] = with_queue([](auto& q) { return q.stale_bound_ns(); }) / 1e9;
+  return d;
+}
+
+}  // namespace
+
+void init_host(py::module_& m) {
+  const char* v = std::getenv("DEFERRED_CLEANUP_VARIANT");
+  std::string name = (v != nullptr && v[0] != '\0') ? v : "reference";
+  if (name == ReferencePolicy::name) {
+    g_variant = Variant::reference;
+    g_reference = publish_queue(new ReferenceQueue(&g_host));  // never freed
+  } else if (name == SeedPolicy::name) {
+    g_variant = Variant::seed;
+    g_seed = publish_queue(new SeedQueue(&g_host));  // never freed
+  } else if (name == CudaCore12Policy::name) {
+    g_variant = Variant::cuda_core_1_2;
+    g_cuda_core = publish_queue(new CudaCore12Queue(&g_host));  // never freed
+  } else {
+    throw py::value_error("DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2', not '" +
+                          name + "'");
+  }
+  g_main_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  const char* stats_path = std::getenv("DC_STATS_AT_EXIT");
+  if (stats_path != nullptr) std::snprintf(g_stats_path, sizeof g_stats_path, "%s", stats_path);
+  g_atexit_rc = Py_AtExit(&backstop);
+
+  m.def("variant", [] { return std::string(variant_name(g_variant)); },
+        "variant() -> str\n\nThe variant fixed at import: 'reference', 'seed' or 'cuda-core-1.2'.");
+  m.def("_exit_hook", &exit_hook,
+        "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup at the end of "
+        "the atexit phase): drain while destructors are due (bounded by exit_wait_s), close the gate, wait it "
+        "out, final drain, host dead. Raises NotMainThreadError off the main thread (nothing drained).");
+  m.def("_after_fork_child", &after_fork_child,
+        "_after_fork_child() -> None\n\nos.register_at_fork(after_in_child=...) handler: reset the queue's "
+        "thread-bound state and the simulated drivers' threads in the child.");
+  m.def("_atexit_registered", [] { return g_atexit_rc == 0; },
+        "_atexit_registered() -> bool\n\nWhether Py_AtExit accepted the backstop.");
+  m.def("configure", &configure, py::arg("exit_wait_s") = py::none(), py::arg("stale_claim_s") = py::none(),
+        "configure(exit_wait_s: float | None = None, stale_claim_s: float | None = None) -> None");
+  m.def("settings", &settings, "settings() -> dict");
+  m.def("last_cleanup_ns", [] { return g_counters.last_cleanup_ns.load(std::memory_order_relaxed); },
+        "last_cleanup_ns() -> int\n\nsteady_clock time (ns) of the last cleanup, 0 if none.");
+  m.def("now_ns", &now_ns, "now_ns() -> int\n\nsteady_clock time in ns (the clock of last_cleanup_ns).");
+  m.def(
+      "destructor_threads",
+      [] { return std::vector<unsigned long>(g_destructor_threads.begin(), g_destructor_threads.end()); },
+      "destructor_threads() -> list[int]\n\nDistinct pthread ids of the threads that ran the destructors of "
+      "cleaned payloads (since the last reset).");
+  m.def("_test_reset_destructor_threads", [] { g_destructor_threads.clear(); },
+        "_test_reset_destructor_threads() -> None\n\nForget the recorded destructor threads.");
+}
+
+}  // namespace deferred_cleanup::host

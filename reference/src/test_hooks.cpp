@@ -1,0 +1,180 @@
+// test_hooks.cpp: the `_test_` functions of deferred_cleanup._native.
+//
+// They make rare interleavings happen on purpose, with the real code:
+//
+//   * hold one producer inside the window between its last check and
+//     Py_AddPendingCall (the reference's gate window; the comparison
+//     variants' check-to-call window), for a time or until released, also by
+//     the Py_AtExit backstop (then the held producer calls CPython after
+//     teardown: the hole of the comparison variants);
+//   * lose the next N pending calls: the host pretends Py_AddPendingCall
+//     accepted them and drops them, as CPython 3.10/3.11 lose a call added
+//     while a subinterpreter holds the GIL (probe field `subinterp.runner`);
+//   * fill CPython's pending-call ring from a foreign thread while the main
+//     thread stays in C++ (no pending call can run), then release a driver's
+//     held destructor calls.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "host.hpp"
+
+namespace deferred_cleanup::host {
+
+namespace {
+
+struct GateHold {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool armed = false;
+  bool until_release = false;
+  std::chrono::milliseconds hold{0};
+  bool held = false;
+  bool released = false;
+  int passes = 0;  // producers that went through the hook while armed
+};
+GateHold g_hold;
+// Fast path: a producer that finds the hook disarmed takes no lock.  Set with
+// release by arm_gate_hold after the parameters are written under g_hold.mu;
+// the acquire load in test_hook_in_gate pairs with it (the mutex re-checks).
+std::atomic<bool> g_hold_armed{false};
+// Pending calls still to be lost (test hook); decremented by the producer
+// that loses one.
+std::atomic<int> g_lose_calls{0};
+std::atomic<int> g_noop_runs{0};
+
+int noop_pending(void*) {
+  g_noop_runs.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  return 0;
+}
+
+py::dict test_saturate(const std::shared_ptr<SimulatedDriver>& d, int threads, int max_fill) {
+  int filled = 0;
+  int extra_rc = 0;
+  std::thread filler([&] {
+    while (filled < max_fill && Py_AddPendingCall(&noop_pending, nullptr) == 0) ++filled;
+    extra_rc = Py_AddPendingCall(&noop_pending, nullptr);  // one more, must be refused
+    if (extra_rc == 0) ++filled;
+  });
+  filler.join();
+  py::dict before = counters();
+  const std::size_t released = d->release(threads);
+  const bool idle = d->wait_idle(std::chrono::seconds(30));
+  py::dict after = counters();
+  py::dict r;
+  r["filled"] = filled;
+  r["refused_rc"] = extra_rc;
+  r["released"] = released;
+  r["idle"] = idle;
+  r["before"] = before;
+  r["after"] = after;
+  return r;
+}
+
+void arm_gate_hold(py::object hold_ms) {
+  std::lock_guard<std::mutex> lk(g_hold.mu);
+  g_hold.armed = true;
+  g_hold.released = false;
+  g_hold.held = false;
+  g_hold.until_release = hold_ms.is_none();
+  g_hold.hold = std::chrono::milliseconds(hold_ms.is_none() ? 0 : hold_ms.cast<long>());
+  g_hold_armed.store(true, std::memory_order_release);  // pairs with test_hook_in_gate's acquire load
+}
+
+bool wait_gate_held(double timeout_s) {
+  const auto t = checked_timeout(timeout_s, "_test_wait_gate_held");
+  return without_gil([&] {
+    std::unique_lock<std::mutex> lk(g_hold.mu);
+    return g_hold.cv.wait_for(lk, t, [] { return g_hold.held; });
+  });
+}
+
+void release_gate() {
+  {
+    std::lock_guard<std::mutex> lk(g_hold.mu);
+    g_hold.released = true;
+  }
+  g_hold.cv.notify_all();
+}
+
+}  // namespace
+
+void test_hook_in_gate(const void*) {
+  if (!g_hold_armed.load(std::memory_order_acquire)) return;  // pairs with arm_gate_hold's release store
+  std::unique_lock<std::mutex> lk(g_hold.mu);
+  if (!g_hold.armed) return;
+  g_hold_armed.store(false, std::memory_order_relaxed);  // under g_hold.mu; a hint for the fast path
+  g_hold.armed = false;
+  g_hold.held = true;
+  g_hold.cv.notify_all();
+  // "until released" still has a safety bound, so a broken test cannot hang.
+  const auto bound = g_hold.until_release ? std::chrono::milliseconds(20000) : g_hold.hold;
+  g_hold.cv.wait_for(lk, bound, [] { return g_hold.released; });
+  g_hold.held = false;
+  ++g_hold.passes;
+  g_hold.cv.notify_all();
+}
+
+bool test_hook_lose_call() {
+  int n = g_lose_calls.load(std::memory_order_relaxed);  // test setting
+  while (n > 0) {
+    // One producer per lost call; orders nothing else.
+    if (g_lose_calls.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+void test_hooks_at_backstop() {
+  {
+    std::lock_guard<std::mutex> lk(g_hold.mu);
+    g_hold.released = true;
+    g_hold.armed = false;
+    g_hold_armed.store(false, std::memory_order_relaxed);  // under g_hold.mu; fast-path hint only
+  }
+  g_hold.cv.notify_all();
+  // Wait (bounded) until a held producer has left the hook; it then calls
+  // the host, which the backstop waits for too.
+  std::unique_lock<std::mutex> lk(g_hold.mu);
+  g_hold.cv.wait_for(lk, std::chrono::seconds(5), [] { return !g_hold.held; });
+}
+
+int test_gate_hook_passes() {
+  std::lock_guard<std::mutex> lk(g_hold.mu);
+  return g_hold.passes;
+}
+
+void register_test_hooks(py::module_& m) {
+  m.def("_test_saturate", &test_saturate, py::arg("driver"), py::arg("threads") = 8, py::arg("max_fill") = 4096,
+        "_test_saturate(driver: SimulatedDriver, threads: int = 8, max_fill: int = 4096) -> dict\n\n"
+        "With the main thread kept in C++ (no pending call can run), fill CPython's pending-call ring from a "
+        "foreign thread (at most max_fill calls plus one that must be refused), then release the driver's held "
+        "destructor calls from `threads` threads and wait for them (30 s bound). Returns filled (int), "
+        "refused_rc (int), released (int), idle (bool), before and after (counter dicts).");
+  m.def("_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed); },
+        "_test_noop_runs() -> int\n\nHow many of _test_saturate's no-op pending calls have run.");
+  m.def("_test_arm_gate_hold", &arm_gate_hold, py::arg("hold_ms") = py::none(),
+        "_test_arm_gate_hold(hold_ms: int | None = None) -> None\n\nHold the next producer that reaches the "
+        "window before Py_AddPendingCall for hold_ms milliseconds, or (None) until _test_release_gate() or "
+        "the Py_AtExit backstop releases it (20 s safety bound).");
+  m.def("_test_wait_gate_held", &wait_gate_held, py::arg("timeout_s") = 10.0,
+        "_test_wait_gate_held(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until a producer is "
+        "held in the window; False on timeout.");
+  m.def("_test_release_gate", &release_gate,
+        "_test_release_gate() -> None\n\nRelease a producer held by _test_arm_gate_hold.");
+  m.def("_test_gate_hook_passes", &test_gate_hook_passes,
+        "_test_gate_hook_passes() -> int\n\nProducers that went through the armed hook.");
+  m.def(
+      "_test_lose_calls",
+      [](int n) {
+        if (n < 0) throw py::value_error("_test_lose_calls: n must be >= 0");
+        g_lose_calls.store(n, std::memory_order_relaxed);  // test setting
+      },
+      py::arg("n"),
+      "_test_lose_calls(n: int) -> None\n\nThe next n pending calls are lost: the host reports them "
+      "accepted and drops them, as CPython 3.10/3.11 lose a call added while a subinterpreter holds the GIL.");
+}
+
+}  // namespace deferred_cleanup::host
