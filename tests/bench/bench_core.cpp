@@ -493,8 +493,6 @@ int main(int argc, char** argv) {
   dc_bench::register_all();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::AddCustomContext("variants_from",
-                              DC_BENCH_POLICY_CORE ? "policy core (policy.hpp)" : "run-time Variant core");
   benchmark::AddCustomContext("item_bytes", std::to_string(sizeof(dc_bench::Item)));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

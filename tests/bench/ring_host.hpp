@@ -20,6 +20,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -102,7 +103,11 @@ inline Ring g_ring;
 /// Host callbacks over g_ring.
 inline int ring_add_pending_call(RingFn fn, void* arg) { return g_ring.add(fn, arg); }
 inline bool ring_is_main_thread() { return false; }  // producers in the benchmarks are driver threads
-inline std::int64_t ring_now_ns() { return 0; }      // the core's clock; not used on the timed paths
+inline std::int64_t ring_now_ns() {  // the host clock (CPython's host uses the steady clock too)
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 inline bool ring_finalizing() { return false; }
 
 }  // namespace dc_bench

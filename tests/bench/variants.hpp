@@ -14,18 +14,16 @@
 #include "deferred_cleanup/item.hpp"
 #include "ring_host.hpp"
 
-#if __has_include("deferred_cleanup/policy.hpp")
 #include "deferred_cleanup/policy.hpp"
-#define DC_BENCH_POLICY_CORE 1
-#else
-#define DC_BENCH_POLICY_CORE 0
-#endif
+#include "deferred_cleanup/scheduling.hpp"
 
 namespace dc_bench {
 
-#if DC_BENCH_POLICY_CORE
-namespace core = ::dc;
+namespace core = ::deferred_cleanup;
 
+/// The host every benchmark queue uses: the ring of ring_host.hpp, and the
+/// steady clock (the reference's fast path reads it on a sample of its
+/// calls, to re-arm a pending call that stayed outstanding too long).
 inline const core::Host* ring_host() {
   static const core::Host host{
       .add_pending_call = &ring_add_pending_call,
@@ -54,35 +52,6 @@ using Reference = PolicyVariant<core::ReferencePolicy, kReference>;
 using Seed = PolicyVariant<core::SeedPolicy, kSeed>;
 using CudaCore12 = PolicyVariant<core::CudaCore12Policy, kCudaCore12>;
 #define DC_BENCH_VARIANTS(X) X(Reference) X(Seed) X(CudaCore12)
-
-#else  // the core before compile-time policies: one Queue, a run-time Variant
-namespace core = ::deferred_cleanup;
-
-inline const core::Host* ring_host() {
-  static const core::Host host{
-      .add_pending_call = &ring_add_pending_call,
-      .is_main_thread = &ring_is_main_thread,
-      .in_gate = nullptr,
-  };
-  return &host;
-}
-
-template <core::Variant V, const char* Name>
-struct RuntimeVariant {
-  static constexpr const char* name = Name;
-  using Queue = core::Queue;
-  static std::unique_ptr<Queue> make() { return std::make_unique<Queue>(V, ring_host()); }
-  static void destroyed(Queue& q, core::DeferredCleanupItem* item) { core::on_user_object_destroyed(q, item); }
-  static int pending_call(Queue& q) { return core::pending_call(&q); }
-  static std::size_t drain(Queue& q) { return core::drain_all(q); }
-};
-
-inline constexpr char kReference[] = "reference";
-inline constexpr char kSeed[] = "seed";
-using Reference = RuntimeVariant<core::Variant::reference, kReference>;
-using Seed = RuntimeVariant<core::Variant::seed, kSeed>;
-#define DC_BENCH_VARIANTS(X) X(Reference) X(Seed)
-#endif
 
 using Item = core::DeferredCleanupItem;
 
