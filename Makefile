@@ -4,12 +4,13 @@ PYTHON ?= python3
 MATRIX  = $(PYTHON) tools/matrix.py
 SOAK_N ?= 200
 
-.PHONY: help probe test provision build docs sanitize tsan asan soak clean
+.PHONY: help probe test provision build docs bench sanitize tsan asan soak clean
 
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
 	@echo "make test      build and run the whole suite on every interpreter, plus the run-once checks"
 	@echo "make docs      build the documentation site into build/docs/html"
+	@echo "make bench     benchmarks: C++ core and end to end on every interpreter (build/bench/bench.json, bench.md)"
 	@echo "make sanitize  the C++ core under ThreadSanitizer, then AddressSanitizer+UBSan"
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
 
@@ -27,6 +28,9 @@ test:
 
 docs:
 	bash tools/docs.sh
+
+bench:
+	$(PYTHON) tools/bench.py
 
 sanitize: tsan asan
 
