@@ -13,7 +13,7 @@ Steps, each saying what it does:
    tests/bench/requirements.txt (pyperf) into that interpreter's environment,
    then, for each variant the build knows, runs tests/bench/e2e_pyperf.py
    (pyperf; ``DC_BENCH_PYPERF`` holds its options, default
-   ``-p 2 -n 3 -w 1 -l 1``) and ``e2e.py counts`` in a process of its own
+   ``-p 1 -n 3 -w 1 -l 1``) and ``e2e.py counts`` in a process of its own
    with ``DEFERRED_CLEANUP_VARIANT`` set.  Results: build/bench/e2e/.
 4. The report: build/bench/bench.json (everything, with the machine, the
    compiler and the interpreters named) and build/bench/bench.md (the tables);
@@ -166,7 +166,7 @@ done
 
 
 def run_e2e(names: list[str]) -> dict:
-    opts = os.environ.get("DC_BENCH_PYPERF", "-p 2 -n 3 -w 1 -l 1")
+    opts = os.environ.get("DC_BENCH_PYPERF", "-p 1 -n 3 -w 1 -l 1")
     payloads = int(os.environ.get("DC_BENCH_PAYLOADS", E2E_PAYLOADS))
     big = int(os.environ.get("DC_BENCH_BIG", E2E_BIG))
     script = (E2E_SCRIPT.replace("VARIANTS", " ".join(VARIANTS)).replace("PYPERF_OPTS", opts)
@@ -293,6 +293,11 @@ def headline(core: dict, e2e: dict) -> list[dict]:
                       numerator=num, denominator=den, kind="batch_ns",
                       value=batch_ns(core, num) / batch_ns(core, den), target="", ok=None))
     for t in THREAD_COUNTS[1:]:
+        num, den = f"mt/treiber_push/threads:{t}", f"mt/mutex_vector/threads:{t}"
+        if num in core and den in core:  # the ceiling of any queue built on one CAS per push
+            h.append(dict(id=f"throughput.floor.{t}", measure=f"bare Treiber push: throughput with {t} producers / "
+                          "mutex + vector", numerator=num, denominator=den, kind="throughput",
+                          value=core[num]["items_per_second"] / core[den]["items_per_second"], target="", ok=None))
         for v in _variants(core):
             num, den = f"mt/destructor/{v}/threads:{t}", f"mt/mutex_vector/threads:{t}"
             if num not in core or den not in core:
@@ -411,17 +416,19 @@ def report(data: dict) -> tuple[str, str]:
 
 def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    if argv == ["--report-only"]:  # rebuild the report from the last run's raw results
-        data = json.loads((OUT / "bench.json").read_text())
+    if argv == ["--report-only"]:  # rebuild the report from the raw results of the last run
+        m = json.loads((OUT / "machine.json").read_text()) if (OUT / "machine.json").exists() else machine()
         raw = json.loads((OUT / "core.json").read_text())
         core = core_rows(raw)
-        e2e = {name: collect_e2e(name, 0, OUT / "e2e" / f"{name}.log") for name in data["e2e"]}
-        data = {"machine": data["machine"], "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
+        names = [n for n in matrix_names() if (OUT / "e2e" / n).is_dir()]
+        e2e = {name: collect_e2e(name, 0, OUT / "e2e" / f"{name}.log") for name in names}
+        data = {"machine": m, "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
     elif argv:
         print(__doc__)
         return 2
     else:
         m = machine()
+        (OUT / "machine.json").write_text(json.dumps(m) + "\n")
         say(f"{m['cpu']}, {m['cores']} cores, load average {m['load_average']}")
         binary = build_core()
         raw = run_core(binary)

@@ -6,6 +6,9 @@ build time from the committed benchmark results ``docs/_data/bench.json``
 * ``.. bench-headline::`` the headline ratios (class ``dc-bench-headline``);
 * ``.. bench-core::``     every C++ microbenchmark row;
 * ``.. bench-e2e::``      the end-to-end rows, one per interpreter and variant;
+* ``.. bench-before-after::`` the destructor path's ratio to the floor with
+  the core before the reference's fast path (``bench-before-fast-path.json``,
+  the C++ rows of its own run) and in the committed run;
 * ``.. bench-plot:: NAME`` an SVG plot made with matplotlib (Agg backend, text
   as paths, no date in the file: offline and reproducible); NAME is one of
   ``destructor``, ``producers``, ``drain``, ``e2e``.
@@ -28,6 +31,7 @@ from sphinx.util.docutils import SphinxDirective
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "docs" / "_data" / "bench.json"
+BEFORE = REPO / "docs" / "_data" / "bench-before-fast-path.json"
 PLOTS = REPO / "build" / "docs" / "bench_plots"
 VARIANTS = ["reference", "seed", "cuda-core-1.2"]
 
@@ -98,9 +102,11 @@ class BenchMachine(_BenchDirective):
                 interps.append(f"{name} (missing: {r.get('missing', '?')})")
         text = [
             f"* **Machine**: {m['cpu']}, {m['cores']} cores; {m['os']}, Linux {m['kernel']}. {m['shared']}; "
-            f"load average when the run started: {', '.join(str(x) for x in m['load_average'])}.",
+            f"load average (1, 5, 15 minutes) when the C++ rows were taken: {', '.join(str(x) for x in m['load_average'])}.",
             f"* **Compiler**: {m['compiler']}, ``-O3`` (CMake Release); Google Benchmark {m['google_benchmark']} "
-            "(Debian's ``libbenchmark-dev``).",
+            "(Debian's ``libbenchmark-dev``, which warns that the library was built as DEBUG: that concerns "
+            "its compiled functions, such as pausing the timer, not the timed loops, which are inline and "
+            "built with ``-O3`` here).",
             f"* **Interpreters**: {'; '.join(interps) if interps else 'none (C++ only)'}.",
             f"* **Run**: {m['date_utc']}, commit ``{m['commit']}``; "
             f"C++ rows from {data['core_context'].get('variants_from', 'the core')}.",
@@ -156,6 +162,29 @@ class BenchE2E(_BenchDirective):
         return list_table(["interpreter", "variant", "burst, pending calls (ms)", "burst, entry point (ms)",
                            "consumer via queue (ms CPU)", "cleanups directly (ms CPU)",
                            "pending calls per 10^5 burst", "pending calls per 10^6 burst"], rows, "dc-bench-e2e")
+
+
+def fast_path_ratio(core: dict, variant: str) -> float | None:
+    """destructor/<variant>/outstanding over floor/treiber_push, or None."""
+    num = core.get(f"destructor/{variant}/outstanding")
+    return num["ns_per_item"] / core["floor/treiber_push"]["ns_per_item"] if num else None
+
+
+class BenchBeforeAfter(_BenchDirective):
+    def lines(self, data):
+        if not BEFORE.exists():
+            raise ExtensionError(f"{BEFORE} is missing")
+        self.env.note_dependency(str(BEFORE))
+        before = json.loads(BEFORE.read_text())
+        rows = []
+        for v in VARIANTS:
+            b, a = fast_path_ratio(before["core"], v), fast_path_ratio(data["core"], v)
+            if a is None and b is None:
+                continue
+            rows.append([v, "not in that core" if b is None else f"{b:.2f}", "—" if a is None else f"{a:.2f}"])
+        head = ["variant", f"before (commit {before['machine']['commit']})",
+                f"committed run (commit {data['machine']['commit']})"]
+        return list_table(head, rows, "dc-bench-before-after")
 
 
 # ------------------------------------------------------------ plots
@@ -255,4 +284,5 @@ def setup(app: Sphinx):
     app.add_directive("bench-core", BenchCore)
     app.add_directive("bench-e2e", BenchE2E)
     app.add_directive("bench-plot", BenchPlot)
+    app.add_directive("bench-before-after", BenchBeforeAfter)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
