@@ -364,7 +364,7 @@ def fmt_value(row: dict) -> str:
 def verdict(row: dict) -> str:
     if row["ok"] is None:
         return ""
-    return "met" if row["ok"] else f"missed ({row['off_by']:.1f}x off)"
+    return "met" if row["ok"] else f"missed ({row['off_by']:.2f}x off)"
 
 
 def md_table(head: list[str], rows: list[list[str]]) -> str:

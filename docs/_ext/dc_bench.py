@@ -56,7 +56,7 @@ def fmt_ratio(row: dict) -> str:
 def verdict(row: dict) -> str:
     if row.get("ok") is None:
         return ""
-    return "met" if row["ok"] else f"missed, {row['off_by']:.1f}× off"
+    return "met" if row["ok"] else f"missed, {row['off_by']:.2f}× off"
 
 
 def _esc(text: str) -> str:
@@ -101,15 +101,14 @@ class BenchMachine(_BenchDirective):
             else:
                 interps.append(f"{name} (missing: {r.get('missing', '?')})")
         text = [
-            f"* **Machine**: {m['cpu']}, {m['cores']} cores; {m['os']}, Linux {m['kernel']}. {m['shared']}; "
+            f"* **Machine**: {m['cpu']}, {m['cores']} cores; {m['os']}, Linux {m['kernel']}; {m['shared']}; "
             f"load average (1, 5, 15 minutes) when the C++ rows were taken: {', '.join(str(x) for x in m['load_average'])}.",
             f"* **Compiler**: {m['compiler']}, ``-O3`` (CMake Release); Google Benchmark {m['google_benchmark']} "
             "(Debian's ``libbenchmark-dev``, which warns that the library was built as DEBUG: that concerns "
             "its compiled functions, such as pausing the timer, not the timed loops, which are inline and "
             "built with ``-O3`` here).",
             f"* **Interpreters**: {'; '.join(interps) if interps else 'none (C++ only)'}.",
-            f"* **Run**: {m['date_utc']}, commit ``{m['commit']}``; "
-            f"C++ rows from {data['core_context'].get('variants_from', 'the core')}.",
+            f"* **Run**: {m['date_utc']}, commit ``{m['commit']}``.",
             "",
         ]
         return text
