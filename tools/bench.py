@@ -401,7 +401,8 @@ def report(data: dict) -> tuple[str, str]:
             pp, c = e.get("pyperf", {}), e.get("counts", {})
             ms = lambda k: f"{pp[k]['median'] * 1e3:.1f}" if k in pp else "-"  # noqa: E731
             cnt = lambda k: str(c[k]["pending_calls"]) if k in c else "-"  # noqa: E731
-            e2e_rows.append([name, v, ms("burst_pending"), ms("burst_entry"), ms("consume_queue"),
+            entry = "starved" if "burst_entry" not in pp and c.get("burst_entry", {}).get("starved") else ms("burst_entry")
+            e2e_rows.append([name, v, ms("burst_pending"), entry, ms("consume_queue"),
                              ms("consume_direct"), cnt("burst_pending"), cnt("burst_entry"), cnt("burst_big")])
     intro = (f"Machine: {m['cpu']}, {m['cores']} cores ({m['shared']}); {m['os']}, kernel {m['kernel']}; "
              f"{m['compiler']}; Google Benchmark {m['google_benchmark']}; commit {m['commit']}; {m['date_utc']}; "
