@@ -17,7 +17,7 @@ MATRIX  = $(MATRIX_PYTHON) tools/matrix.py
 SOAK_N ?= 200
 LOST_WAKEUP_N ?= 2000000
 
-.PHONY: help probe test provision build docs sanitize tsan asan mutate soak gpu-compare lost-wakeup clean
+.PHONY: help probe test provision build docs bench sanitize tsan asan mutate soak gpu-compare lost-wakeup clean
 
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
@@ -25,6 +25,7 @@ help:
 	@echo "make probe PYTHON=/path/to/python, make test PYTHON=/path/to/python"
 	@echo "               the same on exactly that interpreter (e.g. a CPython build tree's ./python)"
 	@echo "make docs      build the documentation site into build/docs/html"
+	@echo "make bench     benchmarks: C++ core and end to end on every interpreter (build/bench/bench.json, bench.md)"
 	@echo "make sanitize  the C++ core under ThreadSanitizer, then AddressSanitizer+UBSan"
 	@echo "make mutate    the mutation kill matrix: every mutant in tests/mutants/ must be killed (build/mutate/)"
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
@@ -46,6 +47,9 @@ test:
 
 docs:
 	bash tools/docs.sh
+
+bench:
+	$(PYTHON) tools/bench.py
 
 sanitize: tsan asan
 

@@ -33,6 +33,7 @@ extensions = [
     "breathe",
     "myst_parser",
     "dc_docs",
+    "dc_bench",  # the Performance page's tables and plots, from docs/_data/bench.json
 ]
 
 root_doc = "index"

@@ -141,6 +141,7 @@ ONCE_CHECKS = [
     ("hardware", "cp312-pyenv", "hardware"),
     ("sanitize", "cp312-pyenv", "sanitize"),
     ("mutate", "cp312-pyenv", "mutate"),
+    ("bench", "cp312-pyenv", "bench"),
 ]
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 

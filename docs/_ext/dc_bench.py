@@ -1,0 +1,287 @@
+"""Sphinx directives for the Performance page: tables and plots rendered at
+build time from the committed benchmark results ``docs/_data/bench.json``
+(a copy of ``build/bench/bench.json`` written by ``make bench``).
+
+* ``.. bench-machine::``  the machine, compiler, library and interpreters;
+* ``.. bench-headline::`` the headline ratios (class ``dc-bench-headline``);
+* ``.. bench-core::``     every C++ microbenchmark row;
+* ``.. bench-e2e::``      the end-to-end rows, one per interpreter and variant;
+* ``.. bench-before-after::`` the destructor path's ratio to the floor with
+  the core before the reference's fast path (``bench-before-fast-path.json``,
+  the C++ rows of its own run) and in the committed run;
+* ``.. bench-plot:: NAME`` an SVG plot made with matplotlib (Agg backend, text
+  as paths, no date in the file: offline and reproducible); NAME is one of
+  ``destructor``, ``producers``, ``drain``, ``e2e``.
+
+The numbers are formatted by :func:`fmt_ratio` and :func:`verdict`, which
+``tests/test_bench_docs.py`` does not reuse: it recomputes each ratio from the
+raw rows of the JSON and compares with the built page.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "docs" / "_data" / "bench.json"
+BEFORE = REPO / "docs" / "_data" / "bench-before-fast-path.json"
+PLOTS = REPO / "build" / "docs" / "bench_plots"
+VARIANTS = ["reference", "seed", "cuda-core-1.2"]
+
+
+def load() -> dict:
+    """The committed results; an ExtensionError that says how to make them."""
+    if not DATA.exists():
+        raise ExtensionError(f"{DATA} is missing: run `make bench` and copy build/bench/bench.json there")
+    return json.loads(DATA.read_text())
+
+
+def fmt_ratio(row: dict) -> str:
+    """A headline value as the page shows it."""
+    v = row["value"]
+    if v is None:
+        return "n/a"
+    if row["kind"] == "count":
+        return f"{v:.2e}" if v else "0"
+    return f"{v:.2f}"
+
+
+def verdict(row: dict) -> str:
+    if row.get("ok") is None:
+        return ""
+    return "met" if row["ok"] else f"missed, {row['off_by']:.2f}× off"
+
+
+def _esc(text: str) -> str:
+    return str(text).replace("*", r"\*").replace("|", r"\|").replace("`", r"\`")
+
+
+def list_table(header: list[str], rows: list[list[str]], cls: str, widths: str | None = None) -> list[str]:
+    out = [".. list-table::", "   :header-rows: 1", f"   :class: {cls}"]
+    if widths:
+        out.append(f"   :widths: {widths}")
+    out.append("")
+    for r in [header, *rows]:
+        out.append(f"   * - {_esc(r[0]) or ' '}")
+        out += [f"     - {_esc(c) or ' '}" for c in r[1:]]
+    out.append("")
+    return out
+
+
+class _BenchDirective(SphinxDirective):
+    has_content = False
+
+    def lines(self, data: dict) -> list[str]:
+        raise NotImplementedError
+
+    def run(self):
+        data = load()
+        self.env.note_dependency(str(DATA))
+        node = nodes.container()
+        self.state.nested_parse(StringList(self.lines(data), source=str(DATA)), self.content_offset, node)
+        return node.children
+
+
+class BenchMachine(_BenchDirective):
+    def lines(self, data):
+        m = data["machine"]
+        interps = []
+        for name, r in data.get("e2e", {}).items():
+            if "python" in r:
+                p = r["python"]
+                interps.append(f"{name} (CPython {p['version']}{', debug build' if p.get('debug') else ''}, "
+                               f"built with {p.get('compiler', '?')})")
+            else:
+                interps.append(f"{name} (missing: {r.get('missing', '?')})")
+        text = [
+            f"* **Machine**: {m['cpu']}, {m['cores']} cores; {m['os']}, Linux {m['kernel']}; {m['shared']}; "
+            f"load average (1, 5, 15 minutes) when the C++ rows were taken: {', '.join(str(x) for x in m['load_average'])}.",
+            f"* **Compiler**: {m['compiler']}, ``-O3`` (CMake Release); Google Benchmark {m['google_benchmark']} "
+            "(Debian's ``libbenchmark-dev``, which warns that the library was built as DEBUG: that concerns "
+            "its compiled functions, such as pausing the timer, not the timed loops, which are inline and "
+            "built with ``-O3`` here).",
+            f"* **Interpreters**: {'; '.join(interps) if interps else 'none (C++ only)'}.",
+            f"* **Run**: {m['date_utc']}, commit ``{m['commit']}``.",
+            "",
+        ]
+        return text
+
+
+class BenchHeadline(_BenchDirective):
+    def lines(self, data):
+        rows = [[h["measure"], fmt_ratio(h), h.get("target", ""), verdict(h)] for h in data["headline"]]
+        return list_table(["measure", "ratio", "target", "outcome"], rows, "dc-bench-headline", "70 10 12 8")
+
+
+class BenchCore(_BenchDirective):
+    def lines(self, data):
+        rows = []
+        for name, r in data["core"].items():
+            c = r["counters"]
+            keep = ", ".join(f"{k}={v:g}" for k, v in sorted(c.items())
+                             if isinstance(v, (int, float)) and k not in ("items", "batch", "threads", "burst"))
+            rows.append([f"``{name}``", f"{r['ns_per_item']:.2f}", f"{r['items_per_second'] / 1e6:.1f}", keep])
+        out = list_table(["benchmark", "ns per item", "M items/s", "counters"], rows, "dc-bench-core", "40 12 12 36")
+        # list_table escapes backquotes; literal names read better
+        return [l.replace(r"\`\`", "``") for l in out]
+
+
+class BenchE2E(_BenchDirective):
+    def lines(self, data):
+        rows = []
+        for name, r in data.get("e2e", {}).items():
+            if "python" not in r:
+                rows.append([name, "", f"missing: {r.get('missing', '?')}", "", "", "", "", ""])
+                continue
+            for v, e in r["variants"].items():
+                if "missing" in e:
+                    rows.append([name, v, "not in this build", "", "", "", "", ""])
+                    continue
+                pp, c = e.get("pyperf", {}), e.get("counts", {})
+
+                def ms(k):
+                    return f"{pp[k]['median'] * 1e3:.1f}" if k in pp else "—"
+
+                def calls(k):
+                    if k not in c:
+                        return "—"
+                    return ("starved" if c[k].get("starved") else "") + f" {c[k]['pending_calls']}"
+
+                entry = ms("burst_entry") if "burst_entry" in pp else (
+                    "starved" if c.get("burst_entry", {}).get("starved") else ms("burst_entry"))
+                rows.append([name, v, ms("burst_pending"), entry, ms("consume_queue"), ms("consume_direct"),
+                             calls("burst_pending").strip(), calls("burst_big").strip()])
+        return list_table(["interpreter", "variant", "burst, pending calls (ms)", "burst, entry point (ms)",
+                           "consumer via queue (ms CPU)", "cleanups directly (ms CPU)",
+                           "pending calls per 10^5 burst", "pending calls per 10^6 burst"], rows, "dc-bench-e2e")
+
+
+def fast_path_ratio(core: dict, variant: str) -> float | None:
+    """destructor/<variant>/outstanding over floor/treiber_push, or None."""
+    num = core.get(f"destructor/{variant}/outstanding")
+    return num["ns_per_item"] / core["floor/treiber_push"]["ns_per_item"] if num else None
+
+
+class BenchBeforeAfter(_BenchDirective):
+    def lines(self, data):
+        if not BEFORE.exists():
+            raise ExtensionError(f"{BEFORE} is missing")
+        self.env.note_dependency(str(BEFORE))
+        before = json.loads(BEFORE.read_text())
+        rows = []
+        for v in VARIANTS:
+            b, a = fast_path_ratio(before["core"], v), fast_path_ratio(data["core"], v)
+            if a is None and b is None:
+                continue
+            rows.append([v, "not in that core" if b is None else f"{b:.2f}", "—" if a is None else f"{a:.2f}"])
+        head = ["variant", f"before (commit {before['machine']['commit']})",
+                f"committed run (commit {data['machine']['commit']})"]
+        return list_table(head, rows, "dc-bench-before-after")
+
+
+# ------------------------------------------------------------ plots
+def _plot(name: str, data: dict) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.hashsalt": f"dc-bench-{name}", "svg.fonttype": "path", "font.size": 9})
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    core = data["core"]
+    variants = [v for v in VARIANTS if f"destructor/{v}/outstanding" in core]
+    if name == "destructor":
+        clock = core["clock/steady_clock_pair"]["ns_per_item"]
+        labels, outst, none = [], [], []
+        for label, a, b in ([("bare Treiber push", "floor/treiber_push", "batch16/floor/treiber_push")]
+                            + [(v, f"destructor/{v}/outstanding", f"batch16/destructor/{v}/none") for v in variants]
+                            + [("mutex + vector", "mutex_vector/outstanding", "batch16/mutex_vector/none")]):
+            labels.append(label)
+            outst.append(core[a]["ns_per_item"])
+            none.append(core[b]["ns_per_item"] - clock)
+        x = range(len(labels))
+        ax.bar([i - 0.2 for i in x], outst, 0.4, label="pending call outstanding (wake flag set)")
+        ax.bar([i + 0.2 for i in x], none, 0.4, label="none outstanding (host called)")
+        ax.set_xticks(list(x), labels)
+        ax.set_ylabel("ns per destructor call")
+        ax.set_title("Destructor path, one producer")
+    elif name == "producers":
+        for label, prefix in ([("bare Treiber push", "mt/treiber_push"), ("mutex + vector", "mt/mutex_vector")]
+                              + [(v, f"mt/destructor/{v}") for v in variants]):
+            ts = [t for t in (1, 2, 4, 8) if f"{prefix}/threads:{t}" in core]
+            ax.plot(ts, [core[f"{prefix}/threads:{t}"]["items_per_second"] / 1e6 for t in ts], marker="o", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+        ax.axvline(data["machine"]["cores"], color="grey", linestyle=":", linewidth=1)
+        ax.set_xlabel(f"producer threads (dotted: {data['machine']['cores']} cores; beyond it, contention only)")
+        ax.set_ylabel("M items/s (wall clock)")
+        ax.set_title("Producers pushing into one queue, a pending call outstanding")
+    elif name == "drain":
+        for label, prefix in [(v, f"drain/{v}") for v in variants] + [("cleanups run directly", "direct")]:
+            ns = sorted(int(k.rsplit("/", 1)[1]) for k in core if k.startswith(prefix + "/")
+                        and k.rsplit("/", 1)[1].isdigit())
+            ax.plot(ns, [core[f"{prefix}/{n}"]["ns_per_item"] for n in ns], marker="o", label=label)
+        ax.set_xscale("log")
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("items queued")
+        ax.set_ylabel("ns per item")
+        ax.set_title("Consumer: the pending call draining N items")
+    elif name == "e2e":
+        names = [n for n, r in data.get("e2e", {}).items() if "python" in r]
+        width = 0.8 / max(1, len(VARIANTS))
+        for j, v in enumerate(VARIANTS):
+            xs, ys = [], []
+            for i, n in enumerate(names):
+                pp = data["e2e"][n]["variants"].get(v, {}).get("pyperf", {})
+                if "burst_pending" in pp:
+                    xs.append(i + (j - (len(VARIANTS) - 1) / 2) * width)
+                    ys.append(pp["burst_pending"]["median"] * 1e3)
+            if xs:
+                ax.bar(xs, ys, width, label=v)
+        ax.set_xticks(list(range(len(names))), names, rotation=30, ha="right")
+        ax.set_ylabel("ms, release to last cleanup")
+        ax.set_title("Burst of 10^5 payloads from 8 driver threads (pending calls)")
+    else:
+        raise ExtensionError(f"bench-plot: unknown plot {name!r}")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", linewidth=0.3)
+    fig.tight_layout()
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    out = PLOTS / f"{name}.svg"
+    fig.savefig(out, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return out
+
+
+class BenchPlot(SphinxDirective):
+    required_arguments = 1
+    has_content = True
+
+    def run(self):
+        data = load()
+        self.env.note_dependency(str(DATA))
+        path = _plot(self.arguments[0], data)
+        doc_dir = Path(self.env.doc2path(self.env.docname)).parent
+        rel = os.path.relpath(path, doc_dir)
+        lines = [f".. figure:: {rel}", f"   :alt: {self.arguments[0]} plot", "   :class: dc-bench-plot", ""]
+        lines += [f"   {line}" for line in self.content]
+        node = nodes.container()
+        self.state.nested_parse(StringList(lines, source=str(DATA)), self.content_offset, node)
+        return node.children
+
+
+def setup(app: Sphinx):
+    app.add_directive("bench-machine", BenchMachine)
+    app.add_directive("bench-headline", BenchHeadline)
+    app.add_directive("bench-core", BenchCore)
+    app.add_directive("bench-e2e", BenchE2E)
+    app.add_directive("bench-plot", BenchPlot)
+    app.add_directive("bench-before-after", BenchBeforeAfter)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,58 @@
+// variants.hpp: the variants of the core, as the benchmarks see them.
+//
+// Each variant is a type with a `name`, a `Queue` type, `make()` (a queue on
+// the ring host of ring_host.hpp), `destroyed()` (the destructor path: push +
+// schedule, what a user object's destructor runs on a driver thread),
+// `pending_call()` (what the host runs on the main thread) and `drain()` (the
+// consumer).  Everything calls the real headers under reference/include.
+#pragma once
+
+#include <memory>
+
+#include "deferred_cleanup/callback.hpp"
+#include "deferred_cleanup/drain.hpp"
+#include "deferred_cleanup/item.hpp"
+#include "ring_host.hpp"
+
+#include "deferred_cleanup/policy.hpp"
+#include "deferred_cleanup/scheduling.hpp"
+
+namespace dc_bench {
+
+namespace core = ::deferred_cleanup;
+
+/// The host every benchmark queue uses: the ring of ring_host.hpp, and the
+/// steady clock (the reference's fast path reads it on a sample of its
+/// calls, to re-arm a pending call that stayed outstanding too long).
+inline const core::Host* ring_host() {
+  static const core::Host host{
+      .add_pending_call = &ring_add_pending_call,
+      .is_main_thread = &ring_is_main_thread,
+      .in_gate = nullptr,
+      .now_ns = &ring_now_ns,
+      .finalizing = &ring_finalizing,
+  };
+  return &host;
+}
+
+template <class Policy, const char* Name>
+struct PolicyVariant {
+  static constexpr const char* name = Name;
+  using Queue = core::BasicQueue<Policy>;
+  static std::unique_ptr<Queue> make() { return std::make_unique<Queue>(ring_host()); }
+  static void destroyed(Queue& q, core::DeferredCleanupItem* item) { core::on_user_object_destroyed(q, item); }
+  static int pending_call(Queue& q) { return core::pending_call<Policy>(&q); }
+  static std::size_t drain(Queue& q) { return core::drain_all(q); }
+};
+
+inline constexpr char kReference[] = "reference";
+inline constexpr char kSeed[] = "seed";
+inline constexpr char kCudaCore12[] = "cuda-core-1.2";
+using Reference = PolicyVariant<core::ReferencePolicy, kReference>;
+using Seed = PolicyVariant<core::SeedPolicy, kSeed>;
+using CudaCore12 = PolicyVariant<core::CudaCore12Policy, kCudaCore12>;
+#define DC_BENCH_VARIANTS(X) X(Reference) X(Seed) X(CudaCore12)
+
+using Item = core::DeferredCleanupItem;
+
+}  // namespace dc_bench

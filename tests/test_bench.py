@@ -1,0 +1,113 @@
+"""Smoke run of the benchmarks: they build and each runs once, so they
+cannot rot, and what they report about the design holds.
+
+Marker ``bench``: runs once per ``make test`` (tools/matrix.py's run-once
+checks), in one interpreter's environment; by hand:
+``python3 tools/matrix.py run cp312-pyenv -- bash -c '$PY -m pytest -m bench tests/test_bench.py'``.
+``make bench`` (tools/bench.py) is the real run; this one takes seconds.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import bench  # noqa: E402  (tools/bench.py: the same build step as make bench)
+
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(600)]
+VARIANT_NAMES = ["reference", "seed", "cuda-core-1.2"]
+
+
+@pytest.fixture(scope="module")
+def smoke_rows() -> dict[str, dict]:
+    """Every benchmark once (DC_BENCH_SMOKE=1: small sizes, one iteration
+    where the count is fixed), parsed from Google Benchmark's JSON."""
+    binary = bench.build_core()
+    p = subprocess.run([str(binary), "--benchmark_min_time=0.001", "--benchmark_format=json"],
+                       env=dict(os.environ, DC_BENCH_SMOKE="1"), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    rows = {}
+    for b in json.loads(p.stdout)["benchmarks"]:
+        rows[bench._short(b["run_name"])] = b
+    return rows
+
+
+def _variants(rows) -> list[str]:
+    return [v for v in VARIANT_NAMES if f"destructor/{v}/outstanding" in rows]
+
+
+def test_every_benchmark_ran_without_error(smoke_rows):
+    assert "reference" in _variants(smoke_rows)
+    errors = {k: b.get("error_message") for k, b in smoke_rows.items() if b.get("error_occurred")}
+    assert errors == {}
+    expected = ["floor/treiber_push", "mutex_vector/outstanding", "naive/per_payload/31", "naive/per_payload/32",
+                "clock/steady_clock_pair", "batch16/floor/treiber_push", "batch16/mutex_vector/none",
+                "batch16/naive/per_payload", "direct/1000", "direct/100000"]
+    for v in _variants(smoke_rows):
+        expected += [f"destructor/{v}/outstanding", f"batch16/destructor/{v}/none", f"drain/{v}/1000",
+                     f"drain/{v}/100000"] + [f"mt/destructor/{v}/threads:{t}" for t in (1, 2, 4, 8)]
+    expected += [f"mt/{s}/threads:{t}" for s in ("treiber_push", "mutex_vector") for t in (1, 2, 4, 8)]
+    missing = [name for name in expected if name not in smoke_rows]
+    assert missing == [], f"rows missing from the smoke run: {missing}"
+    assert all(b["iterations"] >= 1 and b["items_per_second"] > 0 for b in smoke_rows.values())
+
+
+def test_naive_design_is_refused_at_cpython_capacity(smoke_rows):
+    # One host call per payload, 1000 payloads while the main thread runs
+    # nothing: CPython keeps 31 (3.10-3.12) or 32 (3.13+) and refuses the rest.
+    assert smoke_rows["naive/per_payload/31"]["refused_per_burst"] == 1000 - 31
+    assert smoke_rows["naive/per_payload/32"]["refused_per_burst"] == 1000 - 32
+
+
+def test_one_pending_call_however_many_producers(smoke_rows):
+    for v in _variants(smoke_rows):
+        assert smoke_rows[f"destructor/{v}/outstanding"]["host_calls"] == 1, v
+        for t in (1, 2, 4, 8):
+            assert smoke_rows[f"mt/destructor/{v}/threads:{t}"]["host_calls_per_run"] == 1, (v, t)
+        # with none outstanding, each destructor makes exactly one call
+        assert smoke_rows[f"batch16/destructor/{v}/none"]["host_calls_per_op"] == 1, v
+
+
+def test_queue_allocates_nothing(smoke_rows):
+    item_bytes = smoke_rows["drain/reference/1000"]["bytes_per_item"]
+    assert item_bytes == 3 * 8  # payload, cleanup, next: the item is all the memory a queued payload takes
+    for v in _variants(smoke_rows):
+        assert smoke_rows[f"destructor/{v}/outstanding"]["allocations"] == 0, v
+        for n in (1000, 100000):
+            row = smoke_rows[f"drain/{v}/{n}"]
+            assert (row["allocations_push"], row["allocations_drain"]) == (0, 0), (v, n)
+
+
+def _variants_in_package() -> list[str]:
+    out = []
+    for v in VARIANT_NAMES:
+        p = subprocess.run([sys.executable, "-c", "import deferred_cleanup as d; print(d.variant())"],
+                           env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=v), capture_output=True, text=True)
+        if p.returncode == 0 and p.stdout.strip() == v:
+            out.append(v)
+    return out
+
+
+def test_end_to_end_measurements_run_and_release_every_payload_on_the_main_thread():
+    variants = _variants_in_package()
+    assert "reference" in variants
+    for v in variants:
+        p = subprocess.run([sys.executable, str(REPO / "tests" / "bench" / "e2e.py"), "smoke"],
+                           env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=v), capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, f"{v}: {p.stderr[-3000:]}"
+        r = json.loads(p.stdout)
+        assert r["variant"] == v
+        for mode in ("burst_pending", "burst_entry"):
+            b = r[mode]
+            assert (b["payloads"], b["cleaned"], b["cleanups_off_main"]) == (1000, 1000, 0), (v, mode, b)
+            assert b["seconds"] > 0, (v, mode, b)
+        # coalescing: a burst of 1000 from 8 threads needs a handful of pending calls, not 1000
+        assert r["burst_pending"]["pending_calls"] <= 20, (v, r["burst_pending"])
+        assert r["consume_queue_s"] > 0 and r["consume_direct_s"] > 0

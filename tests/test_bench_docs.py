@@ -1,0 +1,172 @@
+"""The Performance page shows the committed benchmark results: its headline
+table matches docs/_data/bench.json, and its plots are there.
+
+Marker ``docs``: runs once, in the matrix's ``docs`` environment, with the
+other checks of the site (tests/test_docs.py); by hand:
+``python3 tools/matrix.py run docs -- bash -c '$PY -m pytest -m docs tests/test_bench_docs.py'``.
+
+The ratios are recomputed here from the raw rows of the JSON (not with the
+docs extension's code) and compared with the text of the built page.
+"""
+from __future__ import annotations
+
+import copy
+import html
+import json
+import re
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "docs" / "_data" / "bench.json"
+PAGE = REPO / "build" / "docs" / "html" / "performance.html"
+BUILD_TIMEOUT_S = 1500  # tools/docs.sh may run the probe first
+
+pytestmark = [pytest.mark.docs, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]
+
+
+@pytest.fixture(scope="module")
+def page() -> str:
+    """The built Performance page (tools/docs.sh, which skips an up-to-date site)."""
+    p = subprocess.run(["bash", str(REPO / "tools" / "docs.sh")], cwd=REPO, capture_output=True, text=True,
+                       timeout=BUILD_TIMEOUT_S)
+    if p.returncode != 0:
+        pytest.fail(f"make docs failed ({p.returncode}):\n{p.stdout[-6000:]}\n{p.stderr[-6000:]}")
+    return PAGE.read_text(encoding="utf-8")
+
+
+class _Tables(HTMLParser):
+    """Rows of cell texts of every <table> whose class contains `cls`."""
+
+    def __init__(self, cls: str):
+        super().__init__()
+        self.cls, self.depth, self.rows, self.cell = cls, 0, [], None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table" and self.cls in (a.get("class") or "").split():
+            self.depth = 1
+        elif self.depth and tag == "tr":
+            self.rows.append([])
+        elif self.depth and tag in ("td", "th"):
+            self.cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.depth = 0
+        elif self.depth and tag in ("td", "th") and self.cell is not None:
+            self.rows[-1].append(" ".join("".join(self.cell).split()))
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell.append(data)
+
+
+def headline_rows(page_html: str) -> list[list[str]]:
+    parser = _Tables("dc-bench-headline")
+    parser.feed(page_html)
+    return parser.rows
+
+
+def expected_ratio(data: dict, row: dict) -> float:
+    """The headline value recomputed from the raw rows it names."""
+    core, kind = data["core"], row["kind"]
+    if kind == "ns":
+        return core[row["numerator"]]["ns_per_item"] / core[row["denominator"]]["ns_per_item"]
+    if kind == "batch_ns":
+        clock = core["clock/steady_clock_pair"]["ns_per_item"]
+        return (core[row["numerator"]]["ns_per_item"] - clock) / (core[row["denominator"]]["ns_per_item"] - clock)
+    if kind == "throughput":
+        return core[row["numerator"]]["items_per_second"] / core[row["denominator"]]["items_per_second"]
+    _, interp, variant, what = row["numerator"].split("/")
+    e = data["e2e"][interp]["variants"][variant]
+    if kind == "e2e_median":
+        den = row["denominator"].split("/")[-1]
+        return e["pyperf"][what]["median"] / e["pyperf"][den]["median"]
+    if kind == "count":
+        big = e["counts"]["burst_big"]
+        return big["pending_calls"] / big["payloads"]
+    raise AssertionError(f"unknown kind {kind}")
+
+
+def mismatches(page_html: str, data: dict) -> list[str]:
+    """Every difference between the page's headline table and the JSON."""
+    rows = headline_rows(page_html)
+    if not rows:
+        return ["no headline table on the page"]
+    header, body = rows[0], rows[1:]
+    problems = []
+    if header[:3] != ["measure", "ratio", "target"]:
+        problems.append(f"header {header}")
+    if len(body) != len(data["headline"]):
+        problems.append(f"{len(body)} rows on the page, {len(data['headline'])} in the JSON")
+    for cells, row in zip(body, data["headline"]):
+        value = expected_ratio(data, row)
+        shown = f"{value:.2e}" if row["kind"] == "count" and value else ("0" if row["kind"] == "count" else f"{value:.2f}")
+        if cells[0] != row["measure"]:
+            problems.append(f"measure {cells[0]!r} != {row['measure']!r}")
+        if cells[1] != shown:
+            problems.append(f"{row['measure']}: page shows {cells[1]}, the raw rows give {shown}")
+        if cells[2] != row["target"]:
+            problems.append(f"{row['measure']}: target {cells[2]!r} != {row['target']!r}")
+        if row["target"]:
+            op, bound = row["target"].split()[:2]
+            met = value <= float(bound) if op == "<=" else value >= float(bound)
+            if not cells[3].startswith("met" if met else "missed"):
+                problems.append(f"{row['measure']}: outcome {cells[3]!r}, but {shown} {op} {bound} is {met}")
+    return problems
+
+
+def test_headline_table_matches_committed_json(page):
+    data = json.loads(DATA.read_text())
+    assert data["headline"], "the committed JSON has no headline rows"
+    assert mismatches(page, data) == []
+
+
+def test_the_comparison_catches_a_changed_figure(page):
+    data = json.loads(DATA.read_text())
+    tampered = copy.deepcopy(data)
+    tampered["core"]["floor/treiber_push"]["ns_per_item"] *= 1.5  # as if the page showed an older run
+    assert any("page shows" in p for p in mismatches(page, tampered))
+    fewer = copy.deepcopy(data)
+    fewer["headline"].pop()
+    assert mismatches(page, fewer) != []
+
+
+def test_page_names_machine_compiler_interpreters_and_shows_plots(page):
+    data = json.loads(DATA.read_text())
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert data["machine"]["compiler"] in text
+    assert data["machine"]["cpu"] in text
+    assert "contention, not parallelism" in text and "shared" in text
+    for name, r in data["e2e"].items():
+        if "python" in r:
+            assert f"CPython {r['python']['version']}" in text, name
+    images = re.findall(r'<img[^>]+src="([^"]+\.svg)"', page)
+    assert sorted(Path(i).stem.split(".")[0] for i in images) == ["destructor", "drain", "e2e", "producers"]
+    for src in images:
+        svg = (PAGE.parent / src).read_text(encoding="utf-8")
+        assert svg.lstrip().startswith("<?xml") and "<svg" in svg, src
+        assert re.search(r'(?:href|src)\s*=\s*"(?:https?:)?//', svg) is None, f"{src} loads something off the site"
+        assert "<text" not in svg, f"{src}: text not drawn as paths (would need a font)"
+
+
+def test_before_after_table_matches_both_runs(page):
+    data = json.loads(DATA.read_text())
+    before = json.loads((DATA.parent / "bench-before-fast-path.json").read_text())
+    parser = _Tables("dc-bench-before-after")
+    parser.feed(page)
+    body = {r[0]: r[1:] for r in parser.rows[1:]}
+    assert "reference" in body
+
+    def ratio(core, v):
+        return core[f"destructor/{v}/outstanding"]["ns_per_item"] / core["floor/treiber_push"]["ns_per_item"]
+
+    for v, (b, a) in body.items():
+        if f"destructor/{v}/outstanding" in before["core"]:
+            assert b == f"{ratio(before['core'], v):.2f}", v
+        assert a == f"{ratio(data['core'], v):.2f}", v

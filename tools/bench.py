@@ -1,0 +1,455 @@
+#!/usr/bin/env python3
+"""make bench: the benchmarks of the core and of the package, and their report.
+
+Steps, each saying what it does:
+
+1. Debian packages: libbenchmark-dev (Google Benchmark's CMake package),
+   cmake and g++, installed with apt-get when missing.
+2. The C++ microbenchmarks (tests/bench/bench_core.cpp): configured in
+   build/bench/cmake (Release), run with ``DC_BENCH_REPS`` repetitions
+   (default 3; the report uses the medians) into build/bench/core.json.
+3. End to end on every interpreter of the matrix (``DC_BENCH_ONLY=a,b``
+   restricts it): ``tools/matrix.py run NAME`` installs the pinned
+   tests/bench/requirements.txt (pyperf) into that interpreter's environment,
+   then, for each variant the build knows, runs tests/bench/e2e_pyperf.py
+   (pyperf; ``DC_BENCH_PYPERF`` holds its options, default
+   ``-p 1 -n 3 -w 1 -l 1``) and ``e2e.py counts`` in a process of its own
+   with ``DEFERRED_CLEANUP_VARIANT`` set.  Results: build/bench/e2e/.
+4. The report: build/bench/bench.json (everything, with the machine, the
+   compiler and the interpreters named) and build/bench/bench.md (the tables);
+   the headline table is printed.  Every headline figure is a ratio of two
+   measurements taken in this one run.
+
+``tools/bench.py --report-only`` rebuilds the two files from the raw results
+of the last run (build/bench/core.json, build/bench/e2e/).
+
+The docs page (docs/performance.rst) renders a committed copy:
+``cp build/bench/bench.json docs/_data/bench.json``.
+
+Only the standard library is used here (it runs on the machine's python3).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "build" / "bench"
+CMAKE_DIR = OUT / "cmake"
+BENCH_SRC = REPO / "tests" / "bench"
+VARIANTS = ["reference", "seed", "cuda-core-1.2"]
+E2E_PAYLOADS = 100_000
+E2E_BIG = 1_000_000
+THREAD_COUNTS = [1, 2, 4, 8]
+DRAIN_SIZES = [1000, 100000, 10000000]
+
+# Targets of the performance work (reported, not enforced).
+TARGET_FAST_PATH = 1.5        # destructor path, call outstanding / bare Treiber push
+TARGET_THROUGHPUT = 3.0       # queue / mutex+vector throughput, 2+ producers
+TARGET_CALLS_PER_PAYLOAD = 0.01
+TARGET_CONSUMER = 1.2         # through the queue / direct
+TARGET_FLAT = 1.5             # per-item drain cost, 10^7 / 10^3 ("flat": no super-linear growth)
+
+
+def say(msg: str) -> None:
+    print(f"[bench] {msg}", flush=True)
+
+
+# ------------------------------------------------------------ 1. packages
+def ensure_packages() -> None:
+    have_benchmark = any(Path(p).exists() for p in (
+        "/usr/lib/x86_64-linux-gnu/cmake/benchmark/benchmarkConfig.cmake",
+        "/usr/lib/cmake/benchmark/benchmarkConfig.cmake"))
+    missing = [pkg for pkg, ok in (("libbenchmark-dev", have_benchmark), ("cmake", shutil.which("cmake")),
+                                   ("g++", shutil.which("g++"))) if not ok]
+    if not missing:
+        return
+    if os.geteuid() != 0:
+        raise SystemExit(f"[bench] missing Debian packages: {' '.join(missing)} (not root: install them with apt-get)")
+    say(f"apt-get install {' '.join(missing)}")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    cmd = ["apt-get", "install", "-y", "-q", *missing]
+    if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
+        say("apt-get update, then install again")
+        if subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL).returncode != 0:
+            say("apt-get update reported errors; trying the install anyway")
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
+
+
+# ------------------------------------------------------------ 2. C++
+def build_core() -> Path:
+    """Configure and build tests/bench; return the binary."""
+    ensure_packages()
+    CMAKE_DIR.mkdir(parents=True, exist_ok=True)
+    log = OUT / "cmake.log"
+    with open(log, "w") as f:
+        for cmd in (["cmake", "-S", str(BENCH_SRC), "-B", str(CMAKE_DIR), "-DCMAKE_BUILD_TYPE=Release"],
+                    ["cmake", "--build", str(CMAKE_DIR), "-j2"]):
+            if subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode != 0:
+                print(log.read_text()[-4000:], file=sys.stderr)
+                raise SystemExit(f"[bench] failed: {' '.join(cmd)} (log: {log})")
+    return CMAKE_DIR / "bench_core"
+
+
+def run_core(binary: Path) -> dict:
+    reps = int(os.environ.get("DC_BENCH_REPS", "3"))
+    out = OUT / "core.json"
+    say(f"{binary.relative_to(REPO)}: {reps} repetition(s) of every benchmark (about {reps * 40} s)")
+    subprocess.run([str(binary), f"--benchmark_out={out}", "--benchmark_out_format=json",
+                    f"--benchmark_repetitions={reps}", "--benchmark_display_aggregates_only=true"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def core_rows(raw: dict) -> dict[str, dict]:
+    """name -> {ns_per_item, items_per_second, counters}: the median of the
+    repetitions (or the single run)."""
+    runs: dict[str, list[dict]] = {}
+    for b in raw["benchmarks"]:
+        if b.get("run_type") == "aggregate" or b.get("error_occurred"):
+            continue
+        runs.setdefault(b["run_name"], []).append(b)
+    rows = {}
+    for name, bs in runs.items():
+        ips = statistics.median(b["items_per_second"] for b in bs)
+        counters = {k: v for k, v in bs[0].items() if k not in (
+            "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
+            "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
+            "items_per_second", "aggregate_name", "aggregate_unit")}
+        rows[_short(name)] = {"ns_per_item": 1e9 / ips, "items_per_second": ips, "repetitions": len(bs),
+                              "counters": counters}
+    return rows
+
+
+def _short(run_name: str) -> str:
+    """Drop Google Benchmark's decorations (iterations:N, manual_time)."""
+    parts = [p for p in run_name.split("/") if not p.startswith("iterations:") and p not in ("manual_time", "real_time")]
+    return "/".join(parts)
+
+
+# ------------------------------------------------------------ 3. end to end
+def matrix_names() -> list[str]:
+    only = os.environ.get("DC_BENCH_ONLY")
+    if only:
+        return [n for n in only.split(",") if n]
+    sys.path.insert(0, str(REPO / "tools"))
+    import matrix  # noqa: PLC0415  (tools/matrix.py: the interpreters of the matrix)
+    return [it.name for it in matrix.MATRIX]
+
+
+E2E_SCRIPT = r'''
+set -u
+out=build/bench/e2e/$DC_INTERPRETER_NAME
+mkdir -p "$out"
+$PY -m pip install -q --disable-pip-version-check -r tests/bench/requirements.txt >"$out/pip.log" 2>&1 \
+  || { echo "pip install failed: $(tail -3 "$out/pip.log")" >"$out/error.txt"; exit 3; }
+$PY -c 'import sys, json, platform; print(json.dumps({"version": sys.version.split()[0], "debug": hasattr(sys, "gettotalrefcount"), "compiler": platform.python_compiler()}))' >"$out/python.json"
+for v in VARIANTS; do
+  got=$(DEFERRED_CLEANUP_VARIANT=$v $PY -c 'import deferred_cleanup as d; print(d.variant())' 2>"$out/$v.variant.err") || got=""
+  if [ "$got" != "$v" ]; then echo "not available in this build (variant() gave '${got}'): $(tail -1 "$out/$v.variant.err")" >"$out/$v.missing"; continue; fi
+  rm -f "$out/$v.pyperf.json"
+  DEFERRED_CLEANUP_VARIANT=$v $PY tests/bench/e2e_pyperf.py --quiet --inherit-environ DEFERRED_CLEANUP_VARIANT \
+    PYPERF_OPTS --payloads PAYLOADS -o "$out/$v.pyperf.json" >"$out/$v.pyperf.log" 2>&1 \
+    || echo "pyperf failed: $(tail -3 "$out/$v.pyperf.log")" >"$out/$v.error"
+  DEFERRED_CLEANUP_VARIANT=$v $PY tests/bench/e2e.py counts --payloads PAYLOADS --big BIG >"$out/$v.counts.json" 2>"$out/$v.counts.err" \
+    || echo "counts failed: $(tail -3 "$out/$v.counts.err")" >>"$out/$v.error"
+done
+'''
+
+
+def run_e2e(names: list[str]) -> dict:
+    opts = os.environ.get("DC_BENCH_PYPERF", "-p 1 -n 3 -w 1 -l 1")
+    payloads = int(os.environ.get("DC_BENCH_PAYLOADS", E2E_PAYLOADS))
+    big = int(os.environ.get("DC_BENCH_BIG", E2E_BIG))
+    script = (E2E_SCRIPT.replace("VARIANTS", " ".join(VARIANTS)).replace("PYPERF_OPTS", opts)
+              .replace("PAYLOADS", str(payloads)).replace("BIG", str(big)))
+    results = {}
+    for name in names:
+        out = OUT / "e2e" / name
+        if out.exists():
+            shutil.rmtree(out)
+        say(f"{name}: pyperf ({opts}, {payloads} payloads) and pending-call counts, per variant")
+        t0 = time.monotonic()
+        log = OUT / "e2e" / f"{name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w") as f:
+            rc = subprocess.run([sys.executable, str(REPO / "tools" / "matrix.py"), "run", name, "--", "bash", "-c", script],
+                                cwd=REPO, stdout=f, stderr=subprocess.STDOUT).returncode
+        results[name] = collect_e2e(name, rc, log)
+        say(f"{name}: done in {time.monotonic() - t0:.0f} s"
+            + ("" if rc == 0 else f" (exit {rc}: {results[name].get('missing', '')})"))
+    return results
+
+
+def _pyperf_values(path: Path) -> dict:
+    """benchmark name -> {mean, median, stdev, values} in seconds."""
+    data = json.loads(path.read_text())
+    out = {}
+    for b in data["benchmarks"]:
+        name = b.get("metadata", {}).get("name") or data.get("metadata", {}).get("name")
+        values = [v for run in b["runs"] for v in run.get("values", [])]
+        if values:  # pyperf stores seconds per loop
+            out[name] = {"mean": statistics.fmean(values), "median": statistics.median(values),
+                         "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
+    return out
+
+
+def collect_e2e(name: str, rc: int, log: Path) -> dict:
+    out = OUT / "e2e" / name
+    r: dict = {"variants": {}}
+    if not (out / "python.json").exists():
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+        r["missing"] = " / ".join(tail) or f"exit {rc}"
+        if (out / "error.txt").exists():
+            r["missing"] = (out / "error.txt").read_text().strip()
+        return r
+    r["python"] = json.loads((out / "python.json").read_text())
+    for v in VARIANTS:
+        if (out / f"{v}.missing").exists():
+            r["variants"][v] = {"missing": (out / f"{v}.missing").read_text().strip()}
+            continue
+        entry: dict = {}
+        if (out / f"{v}.error").exists():
+            entry["error"] = (out / f"{v}.error").read_text().strip()
+        if (out / f"{v}.pyperf.json").exists():
+            entry["pyperf"] = _pyperf_values(out / f"{v}.pyperf.json")
+        if (out / f"{v}.counts.json").exists() and (out / f"{v}.counts.json").stat().st_size:
+            entry["counts"] = json.loads((out / f"{v}.counts.json").read_text())
+        r["variants"][v] = entry
+    return r
+
+
+# ------------------------------------------------------------ 4. report
+def machine() -> dict:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    bench_ver = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libbenchmark-dev"], capture_output=True,
+                               text=True).stdout.strip()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                           text=True).stdout.strip()
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(), "os": _os_name(),
+        "compiler": gxx[0] if gxx else "", "google_benchmark": bench_ver,
+        "commit": commit + ("+uncommitted" if dirty else ""),
+        "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "shared": "a 2-core virtual machine shared with other jobs: the absolute times are noisy",
+    }
+
+
+def _os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return platform.system()
+
+
+def _variants(core: dict) -> list[str]:
+    return [v for v in VARIANTS if f"destructor/{v}/outstanding" in core]
+
+
+def batch_ns(core: dict, name: str) -> float:
+    """ns per operation of a batch16 row, the clock pair's share taken off."""
+    clock = core["clock/steady_clock_pair"]["ns_per_item"]  # per op: pair / 16
+    return core[name]["ns_per_item"] - clock
+
+
+def headline(core: dict, e2e: dict) -> list[dict]:
+    """The headline ratios; each names the two measurements it divides."""
+    h: list[dict] = []
+    floor = "floor/treiber_push"
+    for v in _variants(core):
+        num = f"destructor/{v}/outstanding"
+        h.append(dict(id=f"fast_path.{v}", measure=f"{v}: destructor path, pending call outstanding / bare Treiber push",
+                      numerator=num, denominator=floor, kind="ns",
+                      value=core[num]["ns_per_item"] / core[floor]["ns_per_item"],
+                      target=f"<= {TARGET_FAST_PATH}" if v == "reference" else "", ok=(
+                          core[num]["ns_per_item"] / core[floor]["ns_per_item"] <= TARGET_FAST_PATH)
+                      if v == "reference" else None))
+    for v in _variants(core):
+        num = f"batch16/destructor/{v}/none"
+        den = "batch16/floor/treiber_push"
+        h.append(dict(id=f"no_call.{v}", measure=f"{v}: destructor path, no pending call outstanding / bare Treiber push",
+                      numerator=num, denominator=den, kind="batch_ns",
+                      value=batch_ns(core, num) / batch_ns(core, den), target="", ok=None))
+    for t in THREAD_COUNTS[1:]:
+        num, den = f"mt/treiber_push/threads:{t}", f"mt/mutex_vector/threads:{t}"
+        if num in core and den in core:  # the ceiling of any queue built on one CAS per push
+            h.append(dict(id=f"throughput.floor.{t}", measure=f"bare Treiber push: throughput with {t} producers / "
+                          "mutex + vector", numerator=num, denominator=den, kind="throughput",
+                          value=core[num]["items_per_second"] / core[den]["items_per_second"], target="", ok=None))
+        for v in _variants(core):
+            num, den = f"mt/destructor/{v}/threads:{t}", f"mt/mutex_vector/threads:{t}"
+            if num not in core or den not in core:
+                continue
+            value = core[num]["items_per_second"] / core[den]["items_per_second"]
+            h.append(dict(id=f"throughput.{v}.{t}", measure=f"{v}: throughput with {t} producers / mutex + vector",
+                          numerator=num, denominator=den, kind="throughput", value=value,
+                          target=f">= {TARGET_THROUGHPUT}" if v == "reference" else "",
+                          ok=value >= TARGET_THROUGHPUT if v == "reference" else None))
+    for v in _variants(core):
+        lo, hi = f"drain/{v}/{DRAIN_SIZES[0]}", f"drain/{v}/{DRAIN_SIZES[-1]}"
+        if lo in core and hi in core:
+            value = core[hi]["ns_per_item"] / core[lo]["ns_per_item"]
+            h.append(dict(id=f"drain_flat.{v}", measure=f"{v}: per-item drain cost, 10^7 items / 10^3 items",
+                          numerator=hi, denominator=lo, kind="ns", value=value,
+                          target=f"<= {TARGET_FLAT} (flat)" if v == "reference" else "",
+                          ok=value <= TARGET_FLAT if v == "reference" else None))
+    mid = DRAIN_SIZES[1]
+    for v in _variants(core):
+        num, den = f"drain/{v}/{mid}", f"direct/{mid}"
+        if num in core and den in core:
+            value = core[num]["ns_per_item"] / core[den]["ns_per_item"]
+            h.append(dict(id=f"consumer_cpp.{v}", measure=f"{v}: C++ drain of 10^5 items / the same cleanups run directly",
+                          numerator=num, denominator=den, kind="ns", value=value, target="", ok=None))
+    for name, r in e2e.items():
+        ref = r.get("variants", {}).get("reference", {})
+        pp, counts = ref.get("pyperf", {}), ref.get("counts", {})
+        if "consume_queue" in pp and "consume_direct" in pp:
+            value = pp["consume_queue"]["median"] / pp["consume_direct"]["median"]
+            h.append(dict(id=f"consumer_py.{name}", measure=f"reference on {name}: releasing 10^5 payloads "
+                          "through the queue / running the same cleanups directly",
+                          numerator=f"e2e/{name}/reference/consume_queue",
+                          denominator=f"e2e/{name}/reference/consume_direct", kind="e2e_median", value=value,
+                          target=f"<= {TARGET_CONSUMER}", ok=value <= TARGET_CONSUMER))
+        big = counts.get("burst_big")
+        if big:
+            value = big["pending_calls"] / big["payloads"]
+            h.append(dict(id=f"coalescing.{name}", measure=f"reference on {name}: pending calls per payload, "
+                          f"{big['payloads']} payloads from 8 threads", numerator=f"e2e/{name}/reference/pending_calls",
+                          denominator=f"e2e/{name}/reference/payloads", kind="count", value=value,
+                          target=f"<= {TARGET_CALLS_PER_PAYLOAD}", ok=value <= TARGET_CALLS_PER_PAYLOAD))
+    return h
+
+
+def off_by(row: dict) -> float | None:
+    """How far a missed target is, as a factor (>= 1): value / bound for an
+    upper bound, bound / value for a lower bound; None when met or no target."""
+    if row["ok"] is not False or not row["target"] or row["value"] is None:
+        return None
+    op, bound = row["target"].split()[:2]
+    bound = float(bound)
+    if op == "<=":
+        return row["value"] / bound
+    return bound / row["value"] if row["value"] else math.inf
+
+
+def fmt_value(row: dict) -> str:
+    v = row["value"]
+    if row["kind"] == "count":
+        return f"{v:.2e}" if v else "0"
+    return f"{v:.2f}"
+
+
+def verdict(row: dict) -> str:
+    if row["ok"] is None:
+        return ""
+    return "met" if row["ok"] else f"missed ({row['off_by']:.2f}x off)"
+
+
+def md_table(head: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def text_table(head: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows])
+
+
+def report(data: dict) -> tuple[str, str]:
+    """(markdown, printed text) of the run."""
+    m = data["machine"]
+    head = ["measure", "ratio", "target", ""]
+    rows = [[h["measure"], fmt_value(h), h["target"], verdict(h)] for h in data["headline"]]
+    core_head = ["benchmark", "ns per item", "items/s", "counters"]
+    core = [[k, f"{r['ns_per_item']:.2f}", f"{r['items_per_second']:.3g}",
+             ", ".join(f"{ck}={cv:g}" for ck, cv in sorted(r["counters"].items()) if isinstance(cv, (int, float)))]
+            for k, r in data["core"].items()]
+    e2e_head = ["interpreter", "variant", "burst_pending ms", "burst_entry ms", "consume_queue ms",
+                "consume_direct ms", "pending calls (10^5)", "pending calls (entry)", "pending calls (10^6)"]
+    e2e_rows = []
+    for name, r in data["e2e"].items():
+        if "missing" in r:
+            e2e_rows.append([name, "-", "missing: " + r["missing"][:80], "", "", "", "", "", ""])
+            continue
+        for v, e in r["variants"].items():
+            if "missing" in e:
+                e2e_rows.append([name, v, "not in this build", "", "", "", "", "", ""])
+                continue
+            pp, c = e.get("pyperf", {}), e.get("counts", {})
+            ms = lambda k: f"{pp[k]['median'] * 1e3:.1f}" if k in pp else "-"  # noqa: E731
+            cnt = lambda k: str(c[k]["pending_calls"]) if k in c else "-"  # noqa: E731
+            entry = "starved" if "burst_entry" not in pp and c.get("burst_entry", {}).get("starved") else ms("burst_entry")
+            e2e_rows.append([name, v, ms("burst_pending"), entry, ms("consume_queue"),
+                             ms("consume_direct"), cnt("burst_pending"), cnt("burst_entry"), cnt("burst_big")])
+    intro = (f"Machine: {m['cpu']}, {m['cores']} cores ({m['shared']}); {m['os']}, kernel {m['kernel']}; "
+             f"{m['compiler']}; Google Benchmark {m['google_benchmark']}; commit {m['commit']}; {m['date_utc']}; "
+             f"load average at the start {m['load_average']}.")
+    md = "\n\n".join([
+        "# deferred-cleanup benchmarks", intro, "## Headline ratios (one run)", md_table(head, rows),
+        "## C++ microbenchmarks (medians of the repetitions)", md_table(core_head, core),
+        "## End to end (pyperf medians; pending calls per burst)", md_table(e2e_head, e2e_rows), ""])
+    text = intro + "\n\n" + text_table(head, rows)
+    return md, text
+
+
+def main(argv: list[str]) -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    if argv == ["--report-only"]:  # rebuild the report from the raw results of the last run
+        m = json.loads((OUT / "machine.json").read_text()) if (OUT / "machine.json").exists() else machine()
+        raw = json.loads((OUT / "core.json").read_text())
+        core = core_rows(raw)
+        names = [n for n in matrix_names() if (OUT / "e2e" / n).is_dir()]
+        e2e = {name: collect_e2e(name, 0, OUT / "e2e" / f"{name}.log") for name in names}
+        data = {"machine": m, "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
+    elif argv:
+        print(__doc__)
+        return 2
+    else:
+        m = machine()
+        (OUT / "machine.json").write_text(json.dumps(m) + "\n")
+        say(f"{m['cpu']}, {m['cores']} cores, load average {m['load_average']}")
+        binary = build_core()
+        raw = run_core(binary)
+        core = core_rows(raw)
+        e2e = run_e2e(matrix_names()) if os.environ.get("DC_BENCH_NO_E2E") != "1" else {}
+        data = {"machine": m, "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
+    data["headline"] = headline(core, e2e)
+    for h in data["headline"]:
+        if isinstance(h["value"], float) and not math.isfinite(h["value"]):
+            h["value"] = None
+        h["off_by"] = off_by(h)
+    (OUT / "bench.json").write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    md, text = report(data)
+    (OUT / "bench.md").write_text(md)
+    print()
+    print(text)
+    print()
+    say(f"wrote {(OUT / 'bench.json').relative_to(REPO)} and {(OUT / 'bench.md').relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
