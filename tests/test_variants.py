@@ -50,9 +50,14 @@ BUSY = textwrap.dedent("""
     g = d.create_graph()
     for i in range(32):
         g.attach(i, seen.append)
+    d.set_hold(True)
     g.destroy()
+    released = False
     t0 = time.monotonic()
     while time.monotonic() - t0 < 1.0:   # pure Python, one API entry point per iteration
+        if not released:                 # the destructors run while the main thread spins
+            d.release(8)
+            released = True
         dc.poll()
     during = len(seen)
     time.sleep(0.05)
