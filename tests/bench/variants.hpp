@@ -41,7 +41,19 @@ struct PolicyVariant {
   using Queue = core::BasicQueue<Policy>;
   static std::unique_ptr<Queue> make() { return std::make_unique<Queue>(ring_host()); }
   static void destroyed(Queue& q, core::DeferredCleanupItem* item) { core::on_user_object_destroyed(q, item); }
-  static int pending_call(Queue& q) { return core::pending_call<Policy>(&q); }
+  /// The pending call the host would run for the current claim.  The
+  /// reference's argument is a call token (queue.hpp, CallToken) carrying
+  /// the claim's sequence number; the comparison variants take the queue.
+  static int pending_call(Queue& q) {
+    if constexpr (Policy::rearm) {
+      core::CallToken<Policy> token;
+      token.queue = &q;
+      token.seq.store(q.claim_seq(), std::memory_order_relaxed);  // one thread
+      return core::pending_call<Policy>(&token);
+    } else {
+      return core::pending_call<Policy>(&q);
+    }
+  }
   static std::size_t drain(Queue& q) { return core::drain_all(q); }
 };
 
