@@ -293,7 +293,7 @@ std::uint64_t SimulatedDriver::lost_in_fork() const {
   return lost_in_fork_;
 }
 
-void SimulatedDriver::after_fork_child() noexcept {
+std::uint64_t SimulatedDriver::after_fork_child() noexcept {
   // One thread exists in the child.  The locks may have been held by a
   // thread that is gone: make new ones.  The thread handles name threads that
   // do not exist here: never join or detach them, forget them (leaked).
@@ -305,7 +305,8 @@ void SimulatedDriver::after_fork_child() noexcept {
   bursts_.clear();
   // Calls that were running on those threads (the worker's current one and
   // every burst's) never finish in the child; what is still in due_ will.
-  lost_in_fork_ += outstanding_ > due_.size() ? outstanding_ - due_.size() : 0;
+  const std::uint64_t lost = outstanding_ > due_.size() ? outstanding_ - due_.size() : 0;
+  lost_in_fork_ += lost;
   running_ = 0;
   outstanding_ = due_.size();
   stop_ = false;
@@ -314,6 +315,7 @@ void SimulatedDriver::after_fork_child() noexcept {
   } catch (...) {
     // No worker: due calls stay due; wait_idle() reports false.
   }
+  return lost;
 }
 
 }  // namespace deferred_cleanup

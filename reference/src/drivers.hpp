@@ -86,7 +86,9 @@ class SimulatedDriver final : public Driver {
   /// Errors: none thrown; if the worker cannot be started, due calls stay
   /// due (counted as not delivered).
   /// Source: POSIX fork(2): only the calling thread is duplicated.
-  void after_fork_child() noexcept;
+  /// @return destructor calls lost by this fork (they were running on a
+  ///         thread the child does not have)
+  std::uint64_t after_fork_child() noexcept;
   /// steady_clock time (ns) at which the last burst's threads were let go,
   /// or 0.
   std::int64_t last_release_ns() const {

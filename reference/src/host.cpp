@@ -634,7 +634,13 @@ void after_fork_child() {
     for (auto& w : g_sim_drivers)
       if (auto d = w.lock()) all.push_back(std::move(d));
   }
-  for (auto& d : all) d->after_fork_child();
+  for (auto& d : all) {
+    // Destructor calls that were running on a thread the child does not have
+    // never come here: they are no longer due (else the exit wait would wait
+    // for them to its bound).
+    const std::uint64_t lost = d->after_fork_child();
+    g_counters.user_objects.fetch_sub(lost, std::memory_order_relaxed);  // statistics only
+  }
   test_hooks_after_fork();
   // Items queued in the parent are the child's own copies: schedule their
   // drain in the child (see Caveats, fork()).
