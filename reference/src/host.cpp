@@ -617,6 +617,9 @@ void after_fork_child() {
   const unsigned long me = PyThread_get_thread_ident();
   const bool same = me == g_main_ident;
   g_main_ident = me;  // the forking thread is the child's main thread
+  // A producer that was inside Py_AddPendingCall at the fork is not in the
+  // child (the backstop would wait for it to its bound).  One thread here.
+  g_in_host.store(0, std::memory_order_relaxed);
   if (g_in_pending_call && !same) {
     // CPython may never run a pending call in this child (see
     // g_in_pending_call); entry points still drain directly (reference).

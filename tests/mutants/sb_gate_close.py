@@ -4,5 +4,5 @@ FIND = '/// [litmus:gate.close]\n  static constexpr std::memory_order gate_close
 REPLACE = '/// [litmus:gate.close]\n  static constexpr std::memory_order gate_close = std::memory_order_release;'
 PROPERTY = "shutdown's close (store to accepting_) is release instead of seq_cst (a producer may call the host after shutdown read the gate empty, herd7: tests/litmus/gate_sb_*.litmus)"
 KILLED_BY = ["litmus"]
-KILLING_TESTS = ["test_reference_litmus_uses_the_headers_orders[gate.close]"]
+KILLING_TESTS = ["test_litmus_files_match_the_policies"]
 NOTE = 'The one pair x86 CAN reorder: a plain store (release) followed by a plain load (gate.wait), so shutdown may read in_flight_ == 0 while its close still sits in the store buffer and a producer enters and reads accepting_ == true. Not shown on this build: order() is chosen at run time and GCC then emits the seq_cst form. Once orders are compile-time, a hardware stress test of close()+in_flight() against gate_enter() should kill it too (to be added with the core rewrite).'
