@@ -34,13 +34,20 @@ def test_wait_idle_accepts_the_bounds(dc):
     assert d.wait_idle(365 * 24 * 3600.0) is True  # idle: returns at once
 
 
-def test_release_with_no_thread_keeps_calls_held(dc, recorder, wait):
+def _ten_held(dc, recorder):
+    """A simulated driver holding the destructor calls of ten payloads
+    (finalizer ``recorder``) of a destroyed graph."""
     d = dc.SimulatedDriver()
     g = d.create_graph()
     for i in range(10):
         g.attach(i, recorder)
     d.set_hold(True)
     g.destroy()
+    return d
+
+
+def test_release_with_no_thread_keeps_calls_held(dc, recorder, wait):
+    d = _ten_held(dc, recorder)
     d._test_fail_thread_starts(100)
     with pytest.raises(dc.DriverError, match="nothing was released"):
         d.release(4)
@@ -52,12 +59,7 @@ def test_release_with_no_thread_keeps_calls_held(dc, recorder, wait):
 
 
 def test_release_with_fewer_threads_still_delivers_everything(dc, recorder, wait):
-    d = dc.SimulatedDriver()
-    g = d.create_graph()
-    for i in range(10):
-        g.attach(i, recorder)
-    d.set_hold(True)
-    g.destroy()
+    d = _ten_held(dc, recorder)
     d._test_fail_thread_starts(100, after=2)  # two starts succeed, then every start fails
     with pytest.raises(dc.DriverError, match="started 2 of 4 threads"):
         d.release(4)
