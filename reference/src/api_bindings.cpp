@@ -66,6 +66,8 @@ void graph_destroy(PyGraph& g) {
   entry();
   if (g.destroyed) throw GraphDestroyedError("destroy() called twice: the graph is already destroyed");
   g.destroy_once();
+  release_after_exit();  // after the exit sequence: wait for its destructors, drain
+  if (host_is_main_thread()) raise_deferred_interrupt();
 }
 
 std::unique_ptr<PyGraph> create_graph(const std::shared_ptr<Driver>& d) {
@@ -129,7 +131,13 @@ void graph_destroy_quietly(PyObject* self) {
   PyErr_Restore(type, value, tb);
 }
 
-void graph_finalize(PyObject* self) { graph_destroy_quietly(self); }
+void graph_finalize(PyObject* self) {
+  graph_destroy_quietly(self);
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);  // tp_finalize must leave the error state alone
+  release_after_exit();  // collected after the exit sequence: wait for its destructors, drain
+  PyErr_Restore(type, value, tb);
+}
 
 int graph_clear(PyObject* self) {
   graph_destroy_quietly(self);  // normally done by tp_finalize already
@@ -159,6 +167,7 @@ void register_api(py::module_& m) {
       "drain_now",
       [] {
         if (!host_is_main_thread()) throw NotMainThreadError("drain_now() may only be called on the main thread");
+        note_finalizing();
         std::size_t n = with_queue([](auto& q) -> std::size_t {
           if (!q.host_alive()) throw ShutdownError("deferred_cleanup has shut down: nothing is drained any more");
           if (q.draining()) return 0;
@@ -172,6 +181,7 @@ void register_api(py::module_& m) {
   m.def(
       "poll",
       [] {
+        note_finalizing();
         const EntryAction a = with_queue([](auto& q) { return drain_at_entry(q); });
         if (host_is_main_thread()) raise_deferred_interrupt();
         return a == EntryAction::drained ? "drained" : a == EntryAction::rescheduled ? "rescheduled" : "nothing";

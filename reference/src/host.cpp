@@ -83,7 +83,11 @@ std::atomic<std::int64_t> g_check_to_call_max{0};
 bool g_in_pending_call = false;
 PendingCallFn g_core_pending_call = nullptr;  // the variant's pending_call<P>, set at import
 
+bool finalizing_now();
+std::uint64_t await_due_destructors(ReferenceQueue& q);  // the exit wait, below
+
 int host_trampoline(void* arg) {
+  note_finalizing();  // step 4 of the reference's shutdown, if CPython is finalizing now
   const bool outer = g_in_pending_call;  // a cleanup may run a nested pending call
   g_in_pending_call = true;
   const int rc = g_core_pending_call(arg);
@@ -187,8 +191,9 @@ void py_cleanup(void* arg) noexcept {
       .fetch_add(1, std::memory_order_relaxed);
   if (p->destructor_thread != 0 && p->destructor_thread == g_main_ident)
     g_counters.destructors_on_main.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  // Written on the main thread by the exit hook or the backstop: program order.
-  if (g_counters.shutdown_done.load(std::memory_order_relaxed))
+  // A cleanup once CPython is finalizing would touch a dying interpreter:
+  // counted, never expected (the host is marked dead when it sees the flag).
+  if (finalizing_now())
     g_counters.cleanups_after_shutdown.fetch_add(1, std::memory_order_relaxed);  // statistics only
   if (p->destructor_thread != 0) {
     try {
@@ -252,7 +257,9 @@ struct ExitReport {
   std::uint64_t final_drained = 0;
   std::uint64_t drained_while_waiting = 0;
   std::uint64_t awaited_us = 0;
-  std::uint64_t destructors_not_run = 0;  // due at the end of the exit wait
+  std::uint64_t destructors_not_run = 0;  // due at the end of the last exit wait
+  std::uint64_t late_graphs = 0;          // graphs destroyed after the sequence, before finalizing
+  std::uint64_t late_drained = 0;         // cleanups their waits ran
   std::uint64_t graphs_alive = 0;
   std::uint64_t payloads_in_live_graphs = 0;
   std::int64_t at_ns = 0;  // when the exit hook finished (steady clock)
@@ -316,6 +323,8 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
   std::fprintf(f, ", \"exit_payloads_in_live_graphs\": %llu", u(g_exit.payloads_in_live_graphs));
   std::fprintf(f, ", \"exit_drained_while_waiting\": %llu", u(g_exit.drained_while_waiting));
   std::fprintf(f, ", \"exit_final_drained\": %llu", u(g_exit.final_drained));
+  std::fprintf(f, ", \"exit_late_graphs\": %llu", u(g_exit.late_graphs));
+  std::fprintf(f, ", \"exit_late_drained\": %llu", u(g_exit.late_drained));
   std::fprintf(f, ", \"exit_gate_clear\": %s", g_exit.gate_clear ? "true" : "false");
   // The seed's window: from the end of the Python atexit phase (our exit
   // hook, reference only) or, without one, unknown (-1), to the backstop.
@@ -442,7 +451,26 @@ void raise_deferred_interrupt() {
   throw py::error_already_set();
 }
 
+void note_finalizing() {
+  if (g_variant != Variant::reference || g_reference == nullptr) return;
+  // Step 4 of the reference's shutdown (shutdown.hpp): once CPython has set
+  // its finalizing flag, pending calls and entry points must not run
+  // cleanups (Python objects of a dying interpreter).  The exit sequence
+  // closed the gate earlier, so no Py_AddPendingCall is made after this.
+  if (finalizing_now() && g_reference->host_alive()) g_reference->mark_host_dead();
+}
+
+void release_after_exit() {
+  if (g_variant != Variant::reference || !g_exit.ran) return;
+  if (!host_is_main_thread() || finalizing_now()) return;
+  ReferenceQueue& q = *g_reference;
+  if (!q.host_alive() || q.draining()) return;
+  ++g_exit.late_graphs;  // main thread only (GIL)
+  g_exit.late_drained += await_due_destructors(q);
+}
+
 void entry() {
+  note_finalizing();
   with_queue([](auto& q) { drain_at_entry(q); });
   if (host_is_main_thread()) raise_deferred_interrupt();
 }
@@ -476,6 +504,8 @@ PyGraph::~PyGraph() {
       // A graph object that dies undestroyed releases what it can; errors
       // here have nobody to go to.
     }
+    SavedError saved;     // a dealloc must leave the error state alone
+    release_after_exit();  // dropped by an exit handler after the exit sequence
   }
 }
 
@@ -498,6 +528,7 @@ void release_at_backstop(const std::shared_ptr<SimulatedDriver>& d, int threads)
 }
 
 py::dict counters() {
+  note_finalizing();
   py::dict d;
   with_queue([&d](auto& q) {
     const Stats& s = q.stats;
@@ -555,6 +586,27 @@ py::dict counters() {
 
 namespace {
 
+/// Step 0 of the exit sequence: drain while destructors of destroyed graphs
+/// are still due or items are queued, up to the exit wait; the GIL is
+/// released between drains so the driver's threads (and Python threads a
+/// destructor waits on) progress.  Main thread, GIL held.  Records what is
+/// still outstanding in g_exit.  Returns the cleanups run.
+std::uint64_t await_due_destructors(ReferenceQueue& q) {
+  const std::int64_t start = now_ns();
+  const std::int64_t bound = g_exit_wait_ns.load(std::memory_order_relaxed);  // a setting
+  std::uint64_t drained = 0;
+  for (;;) {
+    drained += drain_all(q);
+    if (destructors_due() == 0 && q.empty_snapshot()) break;
+    if (now_ns() - start >= bound) break;
+    without_gil([] { std::this_thread::sleep_for(std::chrono::microseconds(500)); });
+  }
+  g_exit.destructors_not_run = destructors_due();
+  g_exit.graphs_alive = graphs_alive();
+  g_exit.payloads_in_live_graphs = payloads_in_live_graphs();
+  return drained;
+}
+
 py::dict exit_hook() {
   if (g_variant != Variant::reference) {
     throw std::logic_error("_exit_hook: only the reference variant has an exit hook");
@@ -565,27 +617,17 @@ py::dict exit_hook() {
   }
   ReferenceQueue& q = *g_reference;
   py::dict d;
-  if (!q.host_alive()) {
+  if (g_exit.ran || !q.host_alive()) {
     d["already_done"] = true;
     return d;
   }
-  // 0. Drain while destructors of graphs destroyed before exit are still due,
-  //    bounded by the exit wait; the GIL is released between drains.
+  // 0. Drain while destructors of graphs destroyed before exit are still due.
   const std::int64_t start = now_ns();
-  const std::int64_t bound = g_exit_wait_ns.load(std::memory_order_relaxed);  // a setting
-  std::uint64_t drained = 0;
-  for (;;) {
-    drained += drain_all(q);
-    if (destructors_due() == 0 && q.empty_snapshot()) break;
-    if (now_ns() - start >= bound) break;
-    without_gil([] { std::this_thread::sleep_for(std::chrono::microseconds(500)); });
-  }
+  const std::uint64_t drained = await_due_destructors(q);
   g_exit.drained_while_waiting = drained;
   g_exit.awaited_us = static_cast<std::uint64_t>((now_ns() - start) / 1000);
-  g_exit.destructors_not_run = destructors_due();
-  g_exit.graphs_alive = graphs_alive();
-  g_exit.payloads_in_live_graphs = payloads_in_live_graphs();
-  // 1.-4. Close, wait out the gate, final drain, host dead (shutdown.hpp).
+  // 1.-3. Close, wait out the gate, final drain (shutdown.hpp).  4., host
+  // dead, comes when CPython starts finalizing (note_finalizing()).
   const ShutdownOutcome out = shutdown_at_exit(q, kDefaultGateBound);
   g_counters.shutdown_done.store(true, std::memory_order_relaxed);  // main thread: program order
   g_exit.ran = true;

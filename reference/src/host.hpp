@@ -126,6 +126,20 @@ void raise_deferred_interrupt();
 /// Whether shutdown closed the door (the API refuses new attachments).
 bool shut_down();
 
+/// Reference: step 4 of the shutdown (shutdown.hpp), mark the host dead,
+/// once CPython's finalizing flag is set (Py_IsFinalizing, 3.13+;
+/// _Py_IsFinalizing, 3.10-3.12).  Any thread; called by every entry point,
+/// counters() and the pending-call trampoline.  Other variants: nothing.
+void note_finalizing();
+
+/// Reference: a graph destroyed on the main thread after the exit sequence
+/// and before CPython finalizes (by an atexit handler that runs after it:
+/// on 3.14+ one registered before the import) gets the sequence's step 0
+/// again: wait, bounded by the exit wait, for the destructors that are due,
+/// draining.  Main thread, GIL held (released while waiting).  Does nothing
+/// in any other case or variant.
+void release_after_exit();
+
 /// The counters as a dict.
 py::dict counters();
 

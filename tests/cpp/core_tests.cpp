@@ -658,6 +658,8 @@ TEST(Shutdown, AfterCloseCallbacksOnlyEnqueueAndAreLeaked) {
   EXPECT_TRUE(out.gate_clear);
   EXPECT_EQ(out.final_drained, 1u);  // the final drain, interpreter alive
   EXPECT_EQ(it.hits[0], 1);
+  EXPECT_TRUE(q.host_alive()) << "steps 1-3 only: the host marks itself dead when finalizing";
+  q.mark_host_dead();  // step 4, the host's: CPython set its finalizing flag
   dc_test::close_host();
   // Late callbacks push and never call the host: the pending call made
   // before shutdown still holds scheduled_, so the fast path returns
@@ -674,6 +676,38 @@ TEST(Shutdown, AfterCloseCallbacksOnlyEnqueueAndAreLeaked) {
   EXPECT_EQ(dc::backstop_at_exit(q), 2u);
   EXPECT_EQ(it.hits[0], 1);
   EXPECT_EQ(it.hits[1], 0);
+  EXPECT_EQ(it.hits[2], 0);
+  EXPECT_EQ(dc_test::counters().after_close, 0u);
+}
+
+// Between the exit sequence (steps 1-3) and CPython's finalizing flag (step 4)
+// only the main thread drains: a late destructor pushes without calling the
+// host, an entry point on the main thread still cleans it; once the host is
+// dead nothing does, and the backstop counts it.  (The CPython host uses this
+// window for graphs destroyed by atexit handlers that run after its hook.)
+TEST(Shutdown, AfterCloseOnlyTheMainThreadDrainsUntilHostDead) {
+  dc_test::reset_host(32, 0, 1);
+  dc_test::set_main_thread();
+  dc::ReferenceQueue q(dc_test::host());
+  Items it(3);
+  dc::on_user_object_destroyed(q, &it.items[0]);
+  EXPECT_EQ(dc_test::run_all(), 1u);  // the ordinary path before exit: the claim is free again
+  const dc::ShutdownOutcome out = dc::shutdown_at_exit(q, std::chrono::seconds(5));
+  EXPECT_TRUE(out.gate_clear);
+  EXPECT_EQ(out.final_drained, 0u);
+  const std::uint64_t added = dc_test::counters().added;
+  EXPECT_EQ(dc::on_user_object_destroyed(q, &it.items[1]), dc::ScheduleResult::not_accepting);
+  EXPECT_EQ(dc_test::counters().added, added) << "no host call after close";
+  EXPECT_EQ(it.hits[1], 0);
+  EXPECT_EQ(dc::drain_all(q), 1u);  // the main thread, before finalization
+  EXPECT_EQ(it.hits[1], 1);
+  q.mark_host_dead();
+  dc_test::close_host();
+  dc::on_user_object_destroyed(q, &it.items[2]);
+  EXPECT_EQ(dc::drain_all(q), 0u);
+  EXPECT_EQ(dc::drain_at_entry(q), dc::EntryAction::nothing);
+  EXPECT_EQ(dc::backstop_at_exit(q), 1u);
+  EXPECT_EQ(it.hits[0], 1);
   EXPECT_EQ(it.hits[2], 0);
   EXPECT_EQ(dc_test::counters().after_close, 0u);
 }
@@ -731,6 +765,7 @@ TEST(Shutdown, GateBoundExpiresAndIsCounted) {
   producer.join();
   dc_test::set_in_gate_hook(nullptr);
   EXPECT_EQ(it.hits[0], 1);  // the item was pushed before the gate: the final drain took it
+  q.mark_host_dead();  // step 4, the host's: CPython set its finalizing flag
   EXPECT_EQ(dc_test::run_all(), 1u);  // the late pending call runs as a no-op: host dead
   EXPECT_EQ(q.stats.pending_calls_ignored.load(), 1u);
   EXPECT_EQ(it.hits[0], 1);

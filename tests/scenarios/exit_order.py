@@ -1,5 +1,5 @@
-"""Scenario: every atexit handler runs exactly once, and before the
-reference's exit sequence, whatever the order of registration.
+"""Scenario: every atexit handler runs exactly once, and the payloads of the
+graphs each destroys are released, whatever the order of registration.
 
 usage: exit_order.py LOG
 Handlers registered before the import, after it, from a weakref.finalize

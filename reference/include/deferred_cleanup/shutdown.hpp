@@ -12,23 +12,34 @@
 // schedule() instead, which narrows the window to the instructions between
 // that check and the call, but does not close it.
 //
-// The reference closes it with the in-flight gate, and closes it at the last
-// moment at which the interpreter is still fully alive: after every Python
-// `atexit` handler, whatever their registration order, and before CPython
-// sets its finalizing flag.  The CPython host (reference/src/host.cpp) gets
-// there by registering its exit hook from a threading-module exit callback
-// (threading._register_atexit: those run in threading._shutdown, before the
-// atexit handlers), so the hook is the last-registered atexit handler and
-// runs first; it then runs every other handler itself
-// (atexit._run_exitfuncs(), which empties the list) before its own sequence.
-// Python atexit handlers run before the finalizing flag is set
-// (Python/pylifecycle.c, Py_FinalizeEx, v3.12.0: _PyAtExit_Call comes before
-// _PyRuntimeState_SetFinalizing).  tests/test_exit.py checks the order on
-// every interpreter of the matrix.  From CPython 3.14 the atexit module calls
-// its handlers from a copy of its list, so a handler cannot run the others
-// itself (each would run twice; measured by test_atexit_list_semantics):
-// there the hook is registered at import and handlers registered before the
-// import run after the exit sequence (docs: Caveats).
+// The reference closes it with the in-flight gate, and closes it while the
+// interpreter is still fully alive: during the Python `atexit` phase, which
+// CPython runs before it sets its finalizing flag (Python/pylifecycle.c,
+// Py_FinalizeEx, v3.12.0: _PyAtExit_Call comes before
+// _PyRuntimeState_SetFinalizing).  The CPython host (reference/src/host.cpp)
+// runs the sequence below from an exit hook, and keeps draining on the main
+// thread until finalization begins:
+//
+//   * where it can (3.10-3.13), the hook runs after every other atexit
+//     handler, whatever their registration order: it is registered from a
+//     threading-module exit callback (threading._register_atexit: those run in
+//     threading._shutdown, before the atexit handlers), so it is the last
+//     registered and runs first, and it runs every other handler itself
+//     (atexit._run_exitfuncs(), which empties the list) before its sequence;
+//   * from CPython 3.14 the atexit module calls its handlers from a copy of
+//     its list, so a handler cannot run the others itself (each would run
+//     twice; measured by test_atexit_list_semantics): the hook is registered
+//     at import, and handlers registered before the import run after it;
+//   * so, on every version, a graph destroyed on the main thread after the
+//     sequence (by such a handler) and before CPython sets its finalizing
+//     flag gets the sequence's step 0 again: the destroy waits, bounded by
+//     the exit wait, for the destructors it made due, and drains.  The gate
+//     is already closed, so nothing calls Py_AddPendingCall any more; the
+//     drains run on the main thread, which holds the GIL.
+//
+// tests/test_exit.py checks, on every interpreter of the matrix, that the
+// payloads of graphs destroyed by handlers registered before the import,
+// after it and through weakref.finalize are all released on the main thread.
 //
 // The reference sequence, on the main thread, interpreter alive:
 //
@@ -41,12 +52,17 @@
 //                      its check and Py_AddPendingCall finishes the call while
 //                      the interpreter is fully alive;
 //   3. final drain     drain_all() on the main thread;
-//   4. mark_host_dead() pending calls and entry points become no-ops.
+//   4. mark_host_dead() (host) when the host first sees CPython's finalizing
+//                      flag (a pending call, an entry point), at the latest
+//                      in the Py_AtExit backstop: pending calls and entry
+//                      points become no-ops.  Between 3 and 4 only the main
+//                      thread drains (entry points, the late step 0 above).
 //
-// Work that arrives after step 4 is pushed (late callbacks always enqueue
-// safely: the queue is never freed) but never cleaned: its payload is leaked
-// on purpose, because releasing it would touch Python objects of a dying
-// interpreter.  The backstop, a Py_AtExit callback of the host in every
+// Work that arrives after step 1 is pushed (late callbacks always enqueue
+// safely: the queue is never freed) and gets no pending call; a main-thread
+// drain before step 4 still cleans it, and after step 4 nothing does: its
+// payload is leaked on purpose, because releasing it would touch Python
+// objects of a dying interpreter.  The backstop, a Py_AtExit callback of the host in every
 // variant, counts what is still queued as leaked_at_shutdown without taking
 // or touching anything; in the seed it is also the PR text's only shutdown
 // step (stop accepting); for cuda-core-1.2 it changes nothing.
@@ -124,8 +140,8 @@ bool wait_gate(const BasicQueue<P>& q, std::chrono::nanoseconds bound,
 // [end-doc:gate-wait]
 
 // [doc:shutdown-sequence]
-/// Steps 1-4 of the reference shutdown: close, wait out the gate, final
-/// drain, host dead.
+/// Steps 1-3 of the reference shutdown: close, wait out the gate, final
+/// drain.  Step 4 (mark_host_dead) is the host's, once CPython finalizes.
 ///
 /// Thread: the main thread, from the host's exit hook while the interpreter
 /// is fully alive (the CPython host holds the GIL throughout; the producers
@@ -153,8 +169,7 @@ ShutdownOutcome shutdown_at_exit(BasicQueue<P>& q,
     q.stats.gate_timeouts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
   out.final_drained = drain_all(q);                           // 3. interpreter still alive
-  q.mark_host_dead();                                         // 4. from now on: leak
-  return out;
+  return out;  // 4. the host's: mark_host_dead() once CPython is finalizing
 }
 // [end-doc:shutdown-sequence]
 

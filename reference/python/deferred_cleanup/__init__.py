@@ -318,24 +318,30 @@ _ATEXIT_RUNS_LIVE_LIST = _sys.version_info < (3, 14)
 
 
 def _register_exit_hook(sequence) -> None:
-    """Arrange for ``sequence`` (the reference's exit sequence) to run after
-    every other Python ``atexit`` handler, whatever the order of registration.
+    """Arrange for ``sequence`` (the reference's exit sequence) to run late in
+    the Python ``atexit`` phase: after every other handler where CPython
+    allows it (3.10-3.13), otherwise at the position of the import.
 
-    A threading-module exit callback (``threading._register_atexit``; those
-    run in ``threading._shutdown``, before the ``atexit`` handlers) registers
-    the hook with :mod:`atexit`, so it is the last registered and runs first.
-    The hook then runs every other handler itself (``atexit._run_exitfuncs``,
-    which calls each once and empties the list; the nested call of the hook
-    returns at once) and only then the exit sequence.  Both functions are
-    private CPython APIs present from 3.9 to 3.15; ``tests/test_exit.py``
-    checks the resulting order on every interpreter of the matrix.  From
-    CPython 3.14 the atexit module runs its handlers from a copy of its list
-    (``_ATEXIT_RUNS_LIVE_LIST``), so there the hook is registered at import,
-    as a plain ``atexit`` handler, as it is where
-    ``threading._register_atexit`` is missing.
+    3.10-3.13: a threading-module exit callback (``threading._register_atexit``;
+    those run in ``threading._shutdown``, before the ``atexit`` handlers)
+    registers the hook with :mod:`atexit`, so it is the last registered and
+    runs first.  The hook then runs every other handler itself
+    (``atexit._run_exitfuncs``, which calls each once and empties the list;
+    the nested call of the hook returns at once) and only then the exit
+    sequence.  Both functions are private CPython APIs present from 3.9 to
+    3.15; ``tests/test_exit.py`` checks the resulting order on every
+    interpreter of the matrix.
+
+    3.14+: the atexit module runs its handlers from a copy of its list
+    (``_ATEXIT_RUNS_LIVE_LIST``), so a nested ``atexit._run_exitfuncs`` would
+    run each handler twice.  The sequence is registered at import, as a
+    plain handler; handlers registered before the import run after it, and a
+    graph they destroy gets the sequence's wait again at its destroy
+    (``release_after_exit`` in reference/src/host.cpp).  The same plain
+    registration is used where ``threading._register_atexit`` is missing.
 
     Args:
-        sequence (callable): no arguments; run once, last.
+        sequence (callable): no arguments; run once.
 
     Returns:
         None.
@@ -343,6 +349,10 @@ def _register_exit_hook(sequence) -> None:
     Raises:
         Nothing.
     """
+    if not _ATEXIT_RUNS_LIVE_LIST:
+        _atexit.register(sequence)
+        return
+
     import threading as _threading
 
     state = {"running": False, "done": False}
@@ -361,17 +371,10 @@ def _register_exit_hook(sequence) -> None:
     def register_last() -> None:
         _atexit.register(hook)
 
-    if not _ATEXIT_RUNS_LIVE_LIST:
-        # 3.14+: the atexit module calls the handlers from a copy of its list,
-        # so running them from our hook would run each twice.  Registered at
-        # import instead: handlers registered before the import run after the
-        # exit sequence (docs: Caveats, atexit ordering).
-        _atexit.register(hook)
-        return
     try:
         _threading._register_atexit(register_last)
     except (AttributeError, RuntimeError):
-        _atexit.register(hook)
+        _atexit.register(sequence)
 
 
 if _native.variant() == "reference":
