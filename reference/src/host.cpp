@@ -8,10 +8,11 @@
 // and the lifecycle hooks:
 //
 //   variant        exit hook (Python atexit phase)     Py_AtExit backstop
-//   reference      close at the last moment: drain     count leaked items
-//                  while destructors are due, close
-//                  the gate, wait it out, final drain,
-//                  host dead
+//   reference      drain while destructors are due,    host dead, count
+//                  close the gate, wait it out, final  leaked items
+//                  drain; then main-thread drains only
+//                  (a late destroy waits again) until
+//                  CPython finalizes: host dead
 //   seed           none                                stop accepting (the
 //                                                      PR #2371 text), count
 //   cuda-core-1.2  none                                count only (the wheel
@@ -743,9 +744,10 @@ void init_host(py::module_& m) {
   m.def("variant", [] { return std::string(variant_name(g_variant)); },
         "variant() -> str\n\nThe variant fixed at import: 'reference', 'seed' or 'cuda-core-1.2'.");
   m.def("_exit_hook", &exit_hook,
-        "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup at the end of "
-        "the atexit phase): drain while destructors are due (bounded by exit_wait_s), close the gate, wait it "
-        "out, final drain, host dead. Raises NotMainThreadError off the main thread (nothing drained).");
+        "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup in the atexit "
+        "phase, last on 3.10-3.13): drain while destructors are due (bounded by exit_wait_s), close the gate, "
+        "wait it out, final drain; the host stays alive for main-thread drains until CPython finalizes. "
+        "Raises NotMainThreadError off the main thread (nothing drained).");
   m.def("_mark_atexit_end", &mark_atexit_end,
         "_mark_atexit_end() -> None\n\nComparison variants: record the end of the atexit phase (for the window "
         "report of the Py_AtExit backstop).");

@@ -14,10 +14,12 @@ Variants (chosen at import by ``DEFERRED_CLEANUP_VARIANT``):
     seq_cst on the store-buffering pairs, the producer's fast path (push and
     one load while a pending call is outstanding), direct drains at entry
     points, re-arming a pending call that never ran, and an exit sequence
-    that runs after every other ``atexit`` handler: it drains while
-    destructors of graphs destroyed before exit are still due (bounded by
-    ``exit_wait_s``, see :func:`configure`), closes the in-flight gate, waits
-    out producers inside it and drains a last time.
+    in the ``atexit`` phase (after every other handler on 3.10-3.13): it
+    drains while destructors of graphs destroyed before exit are still due
+    (bounded by ``exit_wait_s``, see :func:`configure`), closes the in-flight
+    gate, waits out producers inside it and drains a last time; a graph
+    destroyed on the main thread after it, before finalization, gets the
+    wait again.
 ``seed``
     the design as the text of cuda-python PR #2371 states it: a
     ``Py_AtExit`` callback stops accepting, the drain checks finalization and
