@@ -80,7 +80,7 @@ std::atomic<std::int64_t> g_check_to_call_max{0};
 // thread only).  A child forked by another thread meanwhile inherits
 // CPython's "a thread is handling pending calls" state and, on the versions
 // where that state is a flag that nothing resets after fork, never runs a
-// pending call again (measured: CPython 3.12.1; docs Caveats, fork()).
+// pending call again (measured on 3.10-3.15 by tests/test_fork.py; docs Caveats, fork()).
 bool g_in_pending_call = false;
 PendingCallFn g_core_pending_call = nullptr;  // the variant's pending_call<P>, set at import
 

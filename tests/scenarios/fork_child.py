@@ -14,7 +14,9 @@ usage: fork_child.py MODE RESULT
 In the child: 20 new payloads are attached to a new graph, destroyed, and
 waited for in a sleeping loop (no entry point) for at most 5 s; drain_now()
 is called; RESULT gets {"released", "on_child_main", "drain_now",
-"in_flight", "scheduled_before", "stuck", "drain_cycles"}.  The parent prints {"child_rc", "child_s"}.
+"in_flight", "scheduled_before", "stuck", "drain_cycles",
+"released_by_pending_call"} (released in the first second, with no entry
+point: only a pending call can have done it).  The parent prints {"child_rc", "child_s"}.
 """
 import json
 import os
@@ -40,11 +42,16 @@ def child_work():
     for i in range(20):
         g.attach(i, lambda o: rec.append(threading.get_ident()))
     g.destroy()
+    # First 1 s with no entry point: only a pending call can release them.
+    deadline = time.monotonic() + 1
+    while len(rec) < 20 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    by_pending_call = len(rec)
     deadline = time.monotonic() + 5
     while len(rec) < 20 and time.monotonic() < deadline:
         time.sleep(0.001)
         if stuck:
-            dc.poll()  # CPython runs no pending call in this child: an entry point drains
+            dc.poll()  # CPython may run no pending call in this child: an entry point drains
     try:
         dc.drain_now()
         dn = "ok"
@@ -53,7 +60,8 @@ def child_work():
     after = dc.counters()
     out = {"released": len(rec), "on_child_main": all(t == me for t in rec), "drain_now": dn,
            "in_flight": before["in_flight"], "scheduled_before": before["scheduled"], "stuck": stuck,
-           "drain_cycles": after["drain_cycles"] - before["drain_cycles"]}
+           "drain_cycles": after["drain_cycles"] - before["drain_cycles"],
+           "released_by_pending_call": by_pending_call}
     with open(path, "w") as f:
         json.dump(out, f)
 
