@@ -813,6 +813,38 @@ TEST_F(RearmPastTheBound, SlowCallsNeverMoreThanThreeOutstanding) {
   EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
 }
 
+// A cleanup that calls an entry point runs inside a drain: that nested entry
+// point must not go past the bound (the rule is for the main thread outside
+// a drain); the next entry point outside the drain does.
+dc::ReferenceQueue* g_nested_queue = nullptr;
+std::uint64_t g_nested_main_rearms = ~0ull;
+std::uint64_t g_nested_added = ~0ull;
+void cleanup_that_calls_an_entry_point(void* payload) noexcept {
+  ++*static_cast<unsigned char*>(payload);
+  dc::drain_at_entry(*g_nested_queue);
+  g_nested_main_rearms = g_nested_queue->stats.main_rearms.load();
+  g_nested_added = dc_test::counters().added;
+}
+
+TEST_F(RearmPastTheBound, NotFromAnEntryPointInsideADrain) {
+  dc_test::lose_next_foreign(2);
+  lose_a_call_and_its_rearm(0);
+  unsigned char hit = 0;
+  dc::DeferredCleanupItem nested;
+  dc::init_item(nested, &hit, &cleanup_that_calls_an_entry_point);
+  g_nested_queue = &q_;
+  EXPECT_EQ(enqueue_off_main(&nested), dc::ScheduleResult::already_scheduled);
+  EXPECT_EQ(dc::drain_all(q_), 5u);  // as a drain on the main thread does
+  EXPECT_EQ(hit, 1);
+  EXPECT_EQ(g_nested_main_rearms, 0u) << "an entry point inside a drain re-armed past the bound";
+  EXPECT_EQ(g_nested_added, 2u);
+  EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::nothing);
+  EXPECT_EQ(q_.stats.main_rearms.load(), 1u);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_FALSE(q_.scheduled_snapshot());
+  g_nested_queue = nullptr;
+}
+
 // ------------------------------------------------- shutdown (reference only)
 
 TEST(Shutdown, AfterCloseCallbacksOnlyEnqueueAndAreLeaked) {
