@@ -689,7 +689,8 @@ class RearmPastTheBound : public Rearm {
       EXPECT_EQ(entry_off_main(), dc::ScheduleResult::already_scheduled);
       EXPECT_EQ(enqueue_off_main(sampled(sampled_next_++)), dc::ScheduleResult::already_scheduled);
     }
-    EXPECT_EQ(dc_test::counters().added, before.added + 2) << "a call past the bound off the main thread";
+    EXPECT_EQ(dc_test::counters().added, before.added + 2)
+        << "a call past the bound off the main thread";
     EXPECT_EQ(dc_test::run_all(), 0u);
     EXPECT_TRUE(q_.scheduled_snapshot());
   }

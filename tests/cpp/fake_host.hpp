@@ -29,8 +29,9 @@
 // seen: the core promises at most one (reference: at most three after
 // re-arms).  It also counts the queue's calls accepted after the newest one
 // of them that ran, lost ones included: what the ring would hold if each
-// loss were only a delay (FIFO), the count the re-arm bound is about.  After close_host() any add_pending_call is a protocol violation
-// (a call into CPython after teardown) and is counted.
+// loss were only a delay (FIFO), the count the re-arm bound is about.
+// After close_host() any add_pending_call is a protocol violation (a call
+// into CPython after teardown) and is counted.
 #pragma once
 
 #include <cstddef>
