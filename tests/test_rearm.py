@@ -1,4 +1,4 @@
-"""scheduling.hpp, re-arming: one lost pending call does not disable the
+"""scheduling.hpp, re-arming: lost pending calls do not disable the
 pending-call path for good.
 
 CPython 3.10/3.11 lose a call added from a thread with no thread state while
@@ -6,8 +6,10 @@ a subinterpreter holds the GIL (probe field ``subinterp.runner``; bpo-10915).
 The test hook ``_test_lose_calls(n)`` makes the host report the next n calls
 accepted and drop them, on every interpreter.  The reference re-arms a claim
 older than ``stale_claim_s`` (a producer on about one fast-path hit in 16, or
-a main-thread entry point), with at most two of its calls outstanding; the
-comparison variants, as shipped, stay stuck until an unrelated wakeup.
+a main-thread entry point) with at most two of its calls outstanding; when
+two calls in a row are lost, a main-thread entry point adds one more past
+that bound (at most three).  The comparison variants, as shipped, stay stuck
+until an unrelated wakeup.
 """
 import subprocess
 import sys
@@ -95,3 +97,106 @@ def test_main_thread_entry_point_rearms_a_stale_claim(dc, recorder, lose_call):
         assert dc.counters()["calls_outstanding"] <= 1
     finally:
         dc.configure(stale_claim_s=1.0)
+
+
+# Two consecutive lost calls: the claim's call (from the driver thread) and
+# the re-arm's call (a sampled producer on the driver thread, once the claim
+# is stale).  Producers may add no third call (the bound), so the path stays
+# off while the main thread sleeps; one main-thread entry point then drains
+# directly and adds one call past the bound (scheduling.hpp, re-arming,
+# rule 2), which runs and clears the claim; later payloads are released by
+# a pending call again.  Every graph is made before the first loss, because
+# attach() and destroy() are entry points too.
+TWO_LOST = textwrap.dedent("""
+    import json, threading, time
+    import deferred_cleanup as dc
+    dc.configure(stale_claim_s=0.2)
+    d = dc.SimulatedDriver()
+    released = []
+    def fin(v):
+        released.append((v, threading.get_ident()))
+    graphs = {}
+    for name, n in (("a", 1), ("b", 200), ("d", 50)):
+        g = graphs[name] = d.create_graph()
+        for i in range(n):
+            g.attach((name, i), fin)
+    def sleep_until(pred, bound_s):
+        t0 = time.monotonic()
+        while not pred() and time.monotonic() - t0 < bound_s:
+            time.sleep(0.001)                  # sleeping: pending calls may run, no entry point
+        return round(time.monotonic() - t0, 3)
+    def snap():
+        c = dc.counters()
+        keys = ("pending_calls", "drain_cycles", "direct_drains", "rearms", "calls_outstanding",
+                "scheduled")
+        return dict({k: c[k] for k in keys}, released=len(released))
+    out = {"start": snap()}
+    dc._native._test_lose_calls(2)
+    # 1. The claim's call, lost.
+    graphs["a"].destroy()
+    assert d.wait_idle(5)
+    # 2. Held destructors, released from a driver thread once the claim is stale:
+    #    a sampled producer re-arms, and that call is lost too.
+    d.set_hold(True)
+    graphs["b"].destroy()
+    time.sleep(0.3)
+    d.release(1)
+    assert d.wait_idle(5)
+    out["after_two_losses"] = snap()
+    time.sleep(0.5)
+    out["after_sleep"] = snap()
+    # 3. One main-thread entry point.
+    out["poll"] = dc.poll()
+    out["after_entry"] = snap()
+    out["claim_cleared_s"] = sleep_until(lambda: not dc.counters()["scheduled"], 5.0)
+    out["after_main_call"] = snap()
+    # 4. New payloads, from the driver thread: released by a pending call.
+    d.set_hold(False)
+    graphs["d"].destroy()
+    out["waited_s"] = sleep_until(lambda: len(released) == 251, 5.0)
+    out["end"] = snap()
+    main = threading.main_thread().ident
+    out["off_main"] = sum(1 for _, t in released if t != main)
+    out["variant"] = dc.counters()["variant"]
+    print(json.dumps(out))
+""")
+
+
+def test_two_lost_calls_then_one_main_thread_entry_point_restore_the_pending_call_path():
+    p = subprocess.run([sys.executable, "-c", TWO_LOST], capture_output=True, text=True, timeout=60,
+                       env=dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT="reference"))
+    assert p.returncode == 0, p.stderr
+    r = __import__("json").loads(p.stdout.strip().splitlines()[-1])
+    s = r["start"]
+    lost = r["after_two_losses"]
+    # Two calls accepted (the claim's and the re-arm's), neither ran: both lost.
+    assert lost["pending_calls"] - s["pending_calls"] == 2, r
+    assert lost["rearms"] - s["rearms"] == 1, r
+    assert lost["drain_cycles"] == s["drain_cycles"], r
+    # Only the first payload was released, directly, by destroy()'s entry point (before the bound).
+    assert lost["released"] == 1 and lost["direct_drains"] - s["direct_drains"] == 1, r
+    assert lost["scheduled"] is True and lost["calls_outstanding"] == 2, r
+    # Half a second of sleep (pending calls could run, none is queued): still nothing.
+    assert r["after_sleep"] == lost, f"the path was not off after two lost calls: {r}"
+    # One entry point drains directly and adds one call past the bound ...
+    e = r["after_entry"]
+    assert r["poll"] == "drained" and e["released"] == 201, r
+    assert e["direct_drains"] - lost["direct_drains"] == 1, r
+    assert e["rearms"] - lost["rearms"] == 1, r
+    assert e["pending_calls"] - lost["pending_calls"] == 1, r
+    # ... which runs at the next eval-breaker check and clears the claim.
+    m = r["after_main_call"]
+    assert r["claim_cleared_s"] < 5.0 and m["scheduled"] is False, f"the main thread's call never ran: {r}"
+    assert m["drain_cycles"] - s["drain_cycles"] == 1 and m["calls_outstanding"] == 0, r
+    # 50 new payloads: released by a pending call, on the main thread, with no entry point.
+    end = r["end"]
+    assert end["released"] == 251, f"payloads stayed queued after the recovery: {r}"
+    assert r["waited_s"] < 5.0, r
+    assert end["direct_drains"] == e["direct_drains"], f"released by an entry point, not a pending call: {r}"
+    assert end["drain_cycles"] - m["drain_cycles"] >= 1, r
+    assert end["pending_calls"] - m["pending_calls"] >= 1, r
+    assert end["rearms"] == e["rearms"], r
+    assert r["off_main"] == 0, r
+    print(f"two lost calls: main thread's call cleared the claim after {r['claim_cleared_s']} s; "
+          f"50 payloads released by {end['drain_cycles'] - m['drain_cycles']} pending call(s) in "
+          f"{r['waited_s']} s")

@@ -646,6 +646,206 @@ TEST_F(Rearm, RefusedReArmAfterTheOldCallRanGivesTheClaimBack) {
   EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
 }
 
+// ------------------------------- past the bound: the main thread's re-arm (reference only)
+//
+// scheduling.hpp, re-arming, rule 2: when the claim's call and the call that
+// superseded it are both lost, no newer call runs, the superseded record is
+// never cleared and no producer may add a call.  A main-thread entry point
+// outside a drain then adds one call past the bound, with its own record; it
+// is not lost (it goes to the main interpreter's ring), and when it runs it
+// clears the claim and both records.  The fake loses only calls added off
+// the main thread (lose_next_foreign), as CPython does.
+
+// Run `f` on a thread that is not the main thread (a driver thread, or an
+// entry point called off the main thread) and return its result.
+template <class F>
+dc::ScheduleResult off_main(F f) {
+  dc::ScheduleResult r{};
+  std::thread t([&] { r = f(); });
+  t.join();
+  return r;
+}
+
+class RearmPastTheBound : public Rearm {
+ protected:
+  dc::ScheduleResult enqueue_off_main(dc::DeferredCleanupItem* it) {
+    return off_main([&] { return dc::on_user_object_destroyed(q_, it); });
+  }
+  dc::ScheduleResult entry_off_main() {
+    return off_main([&] { return dc::retry_schedule(q_); });
+  }
+  // The claim's call and the re-arm's call, both added off the main thread
+  // and both lost; then producers and entry points off the main thread keep
+  // looking at the stale claim and add nothing: the bound.
+  void lose_a_call_and_its_rearm(std::size_t first_item) {
+    const auto before = dc_test::counters();
+    EXPECT_EQ(enqueue_off_main(plain(first_item)), dc::ScheduleResult::scheduled);
+    dc_test::advance_clock(kBound);
+    EXPECT_EQ(entry_off_main(), dc::ScheduleResult::rearmed);
+    EXPECT_EQ(dc_test::counters().lost, before.lost + 2);
+    EXPECT_EQ(dc_test::run_all(), 0u);
+    for (int k = 0; k < 3; ++k) {
+      dc_test::advance_clock(10 * kBound);
+      EXPECT_EQ(entry_off_main(), dc::ScheduleResult::already_scheduled);
+      EXPECT_EQ(enqueue_off_main(sampled(sampled_next_++)), dc::ScheduleResult::already_scheduled);
+    }
+    EXPECT_EQ(dc_test::counters().added, before.added + 2)
+        << "a call past the bound off the main thread";
+    EXPECT_EQ(dc_test::run_all(), 0u);
+    EXPECT_TRUE(q_.scheduled_snapshot());
+  }
+  // After recovery: a new item from a driver thread is cleaned by a pending
+  // call (a drain cycle), not by an entry point's direct drain.
+  void next_enqueue_is_cleaned_by_a_pending_call(std::size_t item) {
+    const std::size_t was = cleaned();
+    const auto direct = q_.stats.direct_drains.load();
+    const auto cycles = q_.stats.drain_cycles.load();
+    EXPECT_EQ(enqueue_off_main(plain(item)), dc::ScheduleResult::scheduled);
+    EXPECT_EQ(dc_test::run_all(), 1u);
+    EXPECT_EQ(cleaned(), was + 1);
+    EXPECT_EQ(q_.stats.drain_cycles.load(), cycles + 1);
+    EXPECT_EQ(q_.stats.direct_drains.load(), direct);
+    EXPECT_FALSE(q_.scheduled_snapshot());
+    EXPECT_EQ(q_.calls_outstanding(), 0u);
+  }
+  std::size_t sampled_next_ = 0;
+};
+
+TEST_F(RearmPastTheBound, TwoLostCallsThenAMainThreadEntryPoint) {
+  dc_test::lose_next_foreign(2);
+  lose_a_call_and_its_rearm(0);
+  EXPECT_EQ(cleaned(), 0u);
+  // The claim is stale: a main-thread entry point drains directly and adds
+  // one call past the bound, which becomes the claim's call.
+  EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::drained);
+  EXPECT_EQ(cleaned(), 4u);
+  EXPECT_EQ(q_.stats.main_rearms.load(), 1u);
+  EXPECT_EQ(q_.stats.rearms.load(), 2u);
+  EXPECT_EQ(dc_test::counters().added, 3u);
+  EXPECT_EQ(q_.calls_outstanding(), 3u);
+  // However long it waits and whoever looks, no fourth call.
+  for (int k = 0; k < 3; ++k) {
+    dc_test::advance_clock(10 * kBound);
+    EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::nothing);
+    EXPECT_EQ(entry_off_main(), dc::ScheduleResult::empty);
+  }
+  EXPECT_EQ(dc_test::counters().added, 3u);
+  // The main thread's call runs at the next eval-breaker check: it clears the claim.
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_FALSE(q_.scheduled_snapshot()) << "the main thread's call did not clear the claim";
+  EXPECT_EQ(q_.calls_outstanding(), 0u);
+  EXPECT_EQ(q_.superseded(), 0u);
+  EXPECT_EQ(q_.main_rearmed(), 0u);
+  next_enqueue_is_cleaned_by_a_pending_call(1);
+  EXPECT_EQ(dc_test::counters().max_ours_unresolved, 3u);  // the bound, reached
+  EXPECT_LE(dc_test::counters().max_ours_outstanding, 3u);
+  EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
+}
+
+// Three consecutive lost calls from foreign threads: the claim's call and
+// the re-arm's call, recovered by the main thread past the bound as above;
+// then the next claim's call is lost too, and the next main-thread entry
+// point once that claim is stale re-arms it (within the bound again: the
+// records were cleared).  Every main-thread entry point recovers, however
+// many foreign calls in a row are lost.
+TEST_F(RearmPastTheBound, ThreeLostCallsThenMainThreadEntryPoints) {
+  dc_test::lose_next_foreign(3);
+  lose_a_call_and_its_rearm(0);
+  dc_test::advance_clock(kBound);
+  EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::drained);
+  EXPECT_EQ(cleaned(), 4u);
+  EXPECT_EQ(q_.stats.main_rearms.load(), 1u);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_FALSE(q_.scheduled_snapshot());
+  // The third lost call: the next claim's.
+  EXPECT_EQ(enqueue_off_main(plain(1)), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc_test::counters().lost, 3u);
+  EXPECT_EQ(dc_test::run_all(), 0u);
+  EXPECT_EQ(enqueue_off_main(plain(2)), dc::ScheduleResult::already_scheduled);
+  dc_test::advance_clock(kBound);
+  EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::drained);
+  EXPECT_EQ(cleaned(), 6u);
+  EXPECT_EQ(q_.stats.rearms.load(), 3u);
+  EXPECT_EQ(q_.stats.main_rearms.load(), 1u);  // within the bound this time
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_FALSE(q_.scheduled_snapshot());
+  next_enqueue_is_cleaned_by_a_pending_call(3);
+  EXPECT_EQ(dc_test::counters().lost, 3u);
+  EXPECT_EQ(dc_test::counters().added, 6u);
+  EXPECT_LE(dc_test::counters().max_ours_unresolved, 3u);
+  EXPECT_LE(dc_test::counters().max_ours_outstanding, 3u);
+  EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
+}
+
+// The bound of three, reached with slow calls (none lost, the main thread
+// busy): the claim's call, the re-arm's call and the main thread's call in
+// the ring at once; after the oldest runs, one more re-arm from a producer
+// (a superseded slot is free again) keeps three in the ring; nobody adds a
+// fourth, and when the main thread's call runs the records clear.
+TEST_F(RearmPastTheBound, SlowCallsNeverMoreThanThreeOutstanding) {
+  EXPECT_EQ(enqueue_off_main(plain(0)), dc::ScheduleResult::scheduled);
+  dc_test::advance_clock(kBound);
+  EXPECT_EQ(entry_off_main(), dc::ScheduleResult::rearmed);
+  dc_test::advance_clock(kBound);
+  EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::drained);
+  EXPECT_EQ(q_.stats.main_rearms.load(), 1u);
+  EXPECT_EQ(dc_test::counters().ours_outstanding, 3u);
+  EXPECT_TRUE(dc_test::run_one());  // the oldest call: drains, frees the superseded slot
+  EXPECT_EQ(q_.superseded(), 0u);
+  EXPECT_TRUE(q_.scheduled_snapshot());
+  dc_test::advance_clock(kBound);
+  EXPECT_EQ(enqueue_off_main(plain(1)), dc::ScheduleResult::already_scheduled);
+  EXPECT_EQ(entry_off_main(), dc::ScheduleResult::rearmed);  // within the bound again
+  EXPECT_EQ(dc_test::counters().ours_outstanding, 3u);
+  for (int k = 0; k < 3; ++k) {
+    dc_test::advance_clock(10 * kBound);
+    EXPECT_EQ(enqueue_off_main(sampled(k)), dc::ScheduleResult::already_scheduled);
+    EXPECT_EQ(entry_off_main(), dc::ScheduleResult::already_scheduled);
+    EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::drained);
+  }
+  EXPECT_EQ(dc_test::counters().added, 4u);
+  EXPECT_EQ(dc_test::counters().max_ours_outstanding, 3u);
+  EXPECT_EQ(dc_test::counters().max_ours_unresolved, 3u);
+  EXPECT_LE(q_.calls_outstanding(), 3u);
+  EXPECT_EQ(dc_test::run_all(), 3u);
+  EXPECT_FALSE(q_.scheduled_snapshot());
+  EXPECT_EQ(q_.calls_outstanding(), 0u);
+  next_enqueue_is_cleaned_by_a_pending_call(2);
+  EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
+}
+
+// A cleanup that calls an entry point runs inside a drain: that nested entry
+// point must not go past the bound (the rule is for the main thread outside
+// a drain); the next entry point outside the drain does.
+dc::ReferenceQueue* g_nested_queue = nullptr;
+std::uint64_t g_nested_main_rearms = ~0ull;
+std::uint64_t g_nested_added = ~0ull;
+void cleanup_that_calls_an_entry_point(void* payload) noexcept {
+  ++*static_cast<unsigned char*>(payload);
+  dc::drain_at_entry(*g_nested_queue);
+  g_nested_main_rearms = g_nested_queue->stats.main_rearms.load();
+  g_nested_added = dc_test::counters().added;
+}
+
+TEST_F(RearmPastTheBound, NotFromAnEntryPointInsideADrain) {
+  dc_test::lose_next_foreign(2);
+  lose_a_call_and_its_rearm(0);
+  unsigned char hit = 0;
+  dc::DeferredCleanupItem nested;
+  dc::init_item(nested, &hit, &cleanup_that_calls_an_entry_point);
+  g_nested_queue = &q_;
+  EXPECT_EQ(enqueue_off_main(&nested), dc::ScheduleResult::already_scheduled);
+  EXPECT_EQ(dc::drain_all(q_), 5u);  // as a drain on the main thread does
+  EXPECT_EQ(hit, 1);
+  EXPECT_EQ(g_nested_main_rearms, 0u) << "an entry point inside a drain re-armed past the bound";
+  EXPECT_EQ(g_nested_added, 2u);
+  EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::nothing);
+  EXPECT_EQ(q_.stats.main_rearms.load(), 1u);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_FALSE(q_.scheduled_snapshot());
+  g_nested_queue = nullptr;
+}
+
 // ------------------------------------------------- shutdown (reference only)
 
 TEST(Shutdown, AfterCloseCallbacksOnlyEnqueueAndAreLeaked) {

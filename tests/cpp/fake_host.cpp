@@ -17,6 +17,7 @@ namespace dc = deferred_cleanup;
 struct Entry {
   dc::PendingCallFn fn;  // nullptr: a foreign call (no-op)
   void* arg;
+  std::uint64_t ordinal;  // the queue's calls: order of acceptance (from 1)
 };
 
 struct State {
@@ -26,6 +27,9 @@ struct State {
   std::uint32_t refuse_per_million = 0;
   std::uint32_t lose_per_million = 0;
   unsigned lose_next = 0;
+  unsigned lose_next_foreign = 0;
+  std::uint64_t ours_accepted = 0;  // ordinal of the queue's last accepted call
+  std::uint64_t ours_ran_max = 0;   // ordinal of the newest of them that ran
   std::mt19937_64 rng{1};
   bool closed = false;
   HostCounters c;
@@ -49,7 +53,10 @@ bool is_ours(dc::PendingCallFn fn) {
          fn == &dc::pending_call<dc::CudaCore12Policy>;
 }
 
+bool fake_is_main_thread();
+
 int fake_add_pending_call(dc::PendingCallFn fn, void* arg) {
+  const bool foreign = !fake_is_main_thread();
   State& s = st();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.closed) {
@@ -66,6 +73,17 @@ int fake_add_pending_call(dc::PendingCallFn fn, void* arg) {
     return -1;
   }
   ++s.c.added;
+  std::uint64_t ordinal = 0;
+  if (is_ours(fn)) {
+    ordinal = ++s.ours_accepted;
+    const std::uint64_t unresolved = s.ours_accepted - s.ours_ran_max;
+    if (unresolved > s.c.max_ours_unresolved) s.c.max_ours_unresolved = unresolved;
+  }
+  if (foreign && s.lose_next_foreign > 0) {
+    --s.lose_next_foreign;
+    ++s.c.lost;  // accepted, then lost: it never runs
+    return 0;
+  }
   if (s.lose_next > 0 ||
       (s.lose_per_million != 0 &&
        std::uniform_int_distribution<std::uint32_t>(0, 999999)(s.rng) < s.lose_per_million)) {
@@ -73,7 +91,7 @@ int fake_add_pending_call(dc::PendingCallFn fn, void* arg) {
     ++s.c.lost;  // accepted, then lost: it never runs
     return 0;
   }
-  s.ring.push_back({fn, arg});
+  s.ring.push_back({fn, arg, ordinal});
   if (is_ours(fn)) {
     ++s.c.ours_outstanding;
     if (s.c.ours_outstanding > s.c.max_ours_outstanding) {
@@ -122,6 +140,9 @@ void reset_host(std::size_t capacity, std::uint32_t refuse_per_million, std::uin
   s.refuse_per_million = refuse_per_million;
   s.lose_per_million = lose_per_million;
   s.lose_next = 0;
+  s.lose_next_foreign = 0;
+  s.ours_accepted = 0;
+  s.ours_ran_max = 0;
   s.rng.seed(seed);
   s.closed = false;
   s.c = HostCounters{};
@@ -148,6 +169,11 @@ void lose_next(unsigned n) {
   st().lose_next = n;
 }
 
+void lose_next_foreign(unsigned n) {
+  std::lock_guard<std::mutex> lock(st().mu);
+  st().lose_next_foreign = n;
+}
+
 void advance_clock(std::int64_t ns) { g_clock.fetch_add(ns); }
 
 void use_real_clock() { g_real_clock.store(true); }
@@ -160,7 +186,7 @@ bool add_foreign() {
   if (s.ring.size() >= s.capacity) {
     return false;
   }
-  s.ring.push_back({nullptr, nullptr});
+  s.ring.push_back({nullptr, nullptr, 0});
   return true;
 }
 
@@ -177,6 +203,7 @@ bool run_one() {
     ++s.c.ran;
     if (is_ours(e.fn)) {
       --s.c.ours_outstanding;
+      if (e.ordinal > s.ours_ran_max) s.ours_ran_max = e.ordinal;  // FIFO: older ones are gone
     }
   }
   if (e.fn != nullptr) {

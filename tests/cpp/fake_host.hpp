@@ -13,7 +13,10 @@
 //   * a lost call: add_pending_call returns 0 and the call never runs, as on
 //     3.10/3.11 when a subinterpreter holds the GIL (the probe's field
 //     `subinterp.runner`; Python/ceval.c v3.11.0, bpo-10915).  lose_next()
-//     loses the next N calls; lose_per_million loses calls at random;
+//     loses the next N calls; lose_next_foreign() the next N calls added
+//     off the main thread only (a call the main thread adds while it holds
+//     the GIL goes to the main interpreter's ring, scheduling.hpp);
+//     lose_per_million loses calls at random;
 //   * a fake monotonic clock (now_ns), moved only by advance_clock(), so the
 //     re-arm rule's stale bound is crossed exactly when a test says so;
 //     use_real_clock() switches to std::chrono::steady_clock;
@@ -23,9 +26,12 @@
 //
 // It counts, under its lock, how many of the queue's own pending calls are in
 // the ring (any variant's pending_call<P>) and remembers the highest count
-// seen: the core promises at most one (reference: at most two after a
-// re-arm).  After close_host() any add_pending_call is a protocol violation
-// (a call into CPython after teardown) and is counted.
+// seen: the core promises at most one (reference: at most three after
+// re-arms).  It also counts the queue's calls accepted after the newest one
+// of them that ran, lost ones included: what the ring would hold if each
+// loss were only a delay (FIFO), the count the re-arm bound is about.
+// After close_host() any add_pending_call is a protocol violation (a call
+// into CPython after teardown) and is counted.
 #pragma once
 
 #include <cstddef>
@@ -61,6 +67,10 @@ void set_rates(std::uint32_t refuse_per_million, std::uint32_t lose_per_million)
 
 /// Lose the next `n` accepted calls (they return 0 and never run).
 void lose_next(unsigned n);
+
+/// Lose the next `n` accepted calls added off the main thread; calls the
+/// main thread adds are not lost by this setting.
+void lose_next_foreign(unsigned n);
 
 /// The fake clock's start value (never 0: 0 means "no claim" in the queue).
 inline constexpr std::int64_t kClockStart = 1'000'000'000;
@@ -99,6 +109,9 @@ struct HostCounters {
   std::uint64_t ran = 0;              ///< pending calls run
   std::uint64_t max_ours_outstanding = 0;  ///< most of the queue's calls in the ring at once
   std::uint64_t ours_outstanding = 0;      ///< the queue's calls in the ring now
+  /// Most of the queue's calls at once that were accepted after the newest
+  /// of them that ran (lost ones included).
+  std::uint64_t max_ours_unresolved = 0;
   std::size_t queued = 0;             ///< entries in the ring now
 };
 HostCounters counters();

@@ -23,8 +23,8 @@
 //
 // What each variant must show:
 //   reference   every item cleaned exactly once, on the consumer thread, with
-//               at most one of the queue's pending calls outstanding (two when
-//               lost calls make it re-arm);
+//               at most one of the queue's pending calls outstanding (three
+//               when lost calls make it re-arm);
 //   seed, cuda-core-1.2  no item cleaned twice, none off the consumer thread,
 //               at most one call outstanding; items may be stranded (the lost
 //               wakeup of their drain, see lost_wakeup.cpp), and then the next
@@ -78,6 +78,7 @@ struct StressResult {
   std::uint64_t missing_after_wakeup = 0;  // still not cleaned after one more wakeup
   std::uint64_t off_thread = 0;
   std::uint64_t rearms = 0;
+  std::uint64_t main_rearms = 0;  // of those, by the main thread past the bound
   dc_test::HostCounters host;
   double seconds = 0;
 };
@@ -194,6 +195,7 @@ StressResult stress(const StressConfig& cfg) {
   }
   r.host = dc_test::counters();
   r.rearms = q.stats.rearms.load();
+  r.main_rearms = q.stats.main_rearms.load();
   // The next wakeup: one more item's destructor path, then the pending calls
   // (and for the reference an entry point, whose direct drain is its own
   // recovery from a lost call).  The host now accepts (no random refusal or
@@ -222,14 +224,16 @@ void report(const char* variant, const char* what, const StressResult& r) {
   const auto& c = r.host;
   std::printf("[stress] %s, %s: items=%llu once=%llu twice=%llu missing=%llu "
               "missing_after_next_wakeup=%llu off_thread=%llu pending_calls_added=%llu lost=%llu "
-              "rearms=%llu refused_full=%llu refused_random=%llu max_outstanding=%llu %.2fs\n",
+              "rearms=%llu (main thread past the bound %llu) refused_full=%llu refused_random=%llu "
+              "max_outstanding=%llu max_unresolved=%llu %.2fs\n",
               variant, what, (unsigned long long)r.total, (unsigned long long)r.once,
               (unsigned long long)r.twice, (unsigned long long)r.missing,
               (unsigned long long)r.missing_after_wakeup, (unsigned long long)r.off_thread,
               (unsigned long long)c.added, (unsigned long long)c.lost,
-              (unsigned long long)r.rearms, (unsigned long long)c.refused_full,
+              (unsigned long long)r.rearms, (unsigned long long)r.main_rearms,
+              (unsigned long long)c.refused_full,
               (unsigned long long)c.refused_random, (unsigned long long)c.max_ours_outstanding,
-              r.seconds);
+              (unsigned long long)c.max_ours_unresolved, r.seconds);
 }
 
 template <class P>
@@ -281,9 +285,11 @@ TYPED_TEST(Stress, PendingCallsOnly) {
 }
 
 // Lost calls (accepted, never run) with a real clock and a short stale bound:
-// the reference re-arms, never has more than two of its calls outstanding,
-// and still cleans every item exactly once.
-TEST(StressReference, LostCallsAreReArmedAtMostTwoOutstanding) {
+// the reference re-arms, never has more than three of its calls outstanding
+// (two from producers, one from the main thread past that bound:
+// scheduling.hpp), counting lost ones until a newer call runs, and still
+// cleans every item exactly once.
+TEST(StressReference, LostCallsAreReArmedAtMostThreeOutstanding) {
   StressConfig cfg;
   cfg.refuse_ppm = 50000;
   cfg.capacity = 8;
@@ -297,7 +303,8 @@ TEST(StressReference, LostCallsAreReArmedAtMostTwoOutstanding) {
   EXPECT_EQ(r.twice, 0u);
   EXPECT_EQ(r.missing, 0u);
   EXPECT_EQ(r.off_thread, 0u);
-  EXPECT_LE(r.host.max_ours_outstanding, 2u);
+  EXPECT_LE(r.host.max_ours_outstanding, 3u);
+  EXPECT_LE(r.host.max_ours_unresolved, 3u);
   EXPECT_GT(r.host.lost, 0u) << "no call was lost: the test did not test re-arming";
   EXPECT_GT(r.rearms, 0u) << "never re-armed";
 }

@@ -200,10 +200,12 @@ enum class EntryAction : std::uint8_t {
 // [doc:entry]
 /// Called at every API entry point: bounded cleanup delay (gh-95820).
 ///
-/// Thread: any.  On the main thread of a reference queue it drains directly
-/// (blocking as long as the cleanups do) and re-arms a stale claim;
-/// elsewhere, and always for the comparison variants, it only retries
-/// scheduling, as cuda-core's entry points do.
+/// Thread: any.  On the main thread of a reference queue (the caller holds
+/// the GIL, in the main interpreter) it drains directly (blocking as long as
+/// the cleanups do) and re-arms a stale claim, outside a drain also past the
+/// bound of superseded calls (scheduling.hpp, rearm_if_stale); elsewhere,
+/// and always for the comparison variants, it only retries scheduling, as
+/// cuda-core's entry points do.
 /// Memory ordering: the emptiness test is a relaxed snapshot: an item pushed
 /// after it is its producer's to schedule.  The drain itself uses take_all().
 /// Errors: none thrown.
@@ -227,7 +229,9 @@ EntryAction drain_at_entry(BasicQueue<P>& q) noexcept {
         done = EntryAction::drained;
       }
       if (q.scheduled_snapshot()) {
-        rearm_if_stale(q);  // restore the pending-call path after a lost call
+        // Restore the pending-call path after lost calls; outside a drain
+        // also past the bound (scheduling.hpp, re-arming, rule 2).
+        rearm_if_stale(q, !q.draining());
       }
       return done;
     }

@@ -12,15 +12,16 @@
 // Besides `head_` the queue carries:
 //   scheduled_          true while a pending call for the drain is claimed, so
 //                       any number of producers cause at most one pending call
-//                       (two after a re-arm, below);
+//                       (two or three after re-arms, scheduling.hpp);
 //   accepting_          false once shutdown closed the door: producers still
 //                       push but no longer call into the host;
 //   in_flight_          producers between their `accepting_` check and the end
 //                       of their host call (the in-flight gate, shutdown.hpp);
 //   alive_              false once the host may no longer run cleanups;
 //   claim_seq_,         the sequence number of the current claim's pending
-//   superseded_seq_     call, and of the older one a re-arm superseded that
-//                       may still run (at most two calls outstanding);
+//   superseded_seq_,    call, of the older one a re-arm superseded that may
+//   main_seq_           still run, and of the main thread's call past that
+//                       bound (at most three calls outstanding);
 //   claimed_at_ns_      when the outstanding claim was made (host clock), for
 //                       re-arming a claim whose pending call never runs.
 //
@@ -81,6 +82,7 @@ struct Stats {
   std::atomic<std::uint64_t> direct_drains{0};       ///< drains run directly at an entry point
   std::atomic<std::uint64_t> retries{0};             ///< scheduling retries from entry points
   std::atomic<std::uint64_t> rearms{0};              ///< stale claims re-armed (extra pending call)
+  std::atomic<std::uint64_t> main_rearms{0};  ///< of those, by the main thread past the bound
   std::atomic<std::uint64_t> leaked_at_shutdown{0};  ///< items left in the queue at the backstop
   std::atomic<std::uint64_t> leaked_finalizing{0};   ///< drains skipped: host finalizing (leak)
   std::atomic<std::uint64_t> gate_timeouts{0};       ///< shutdown gave up waiting for the gate
@@ -449,9 +451,9 @@ class BasicQueue {
 
   /// Take a token for a new pending call: the next sequence number, in one
   /// of 64 slots.  A slot is reused 64 tokens later; a running call reads its
-  /// number first thing, and at most two of the queue's calls are outstanding,
-  /// so only a call lost by the host (which never reads it) can see its slot
-  /// reused.
+  /// number first thing, and at most three of the queue's calls are
+  /// outstanding, so only a call lost by the host (which never reads it) can
+  /// see its slot reused.
   ///
   /// Thread: the producer that claimed (or re-armed).  Never blocks.
   /// Memory ordering: relaxed RMW for the number, relaxed store into the slot.
@@ -510,8 +512,9 @@ class BasicQueue {
 
   /// Take the right to supersede the current claim's call, whose sequence
   /// number is `old_seq`: superseded_seq_ 0 -> old_seq.  At most one
-  /// superseded call may be outstanding besides the claim's call, so at most
-  /// two of the queue's calls are ever outstanding.
+  /// superseded call may be outstanding besides the claim's call, so without
+  /// the main thread's call (take_main_rearm()) at most two of the queue's
+  /// calls are outstanding.
   ///
   /// Thread: a producer or the main thread that found a stale claim.
   /// Memory ordering: relaxed CAS (the number orders nothing).
@@ -521,7 +524,7 @@ class BasicQueue {
   /// @return true if this caller may add one more pending call
   bool take_supersede(std::uint64_t old_seq) noexcept {
     std::uint64_t none = 0;
-    // Bounds outstanding calls at two; orders nothing.
+    // Bounds superseded calls at one; orders nothing.
     return superseded_seq_.compare_exchange_strong(none, old_seq == 0 ? 1 : old_seq,
                                                    std::memory_order_relaxed);
   }
@@ -545,12 +548,54 @@ class BasicQueue {
     return superseded_seq_.load(std::memory_order_relaxed) != 0 ? 1u : 0u;
   }
 
+  /// Take the main thread's right to re-arm past the bound for its call
+  /// numbered `seq`: main_seq_ 0 -> seq.  At most one such call is
+  /// outstanding; it is cleared, like the superseded record, when it or any
+  /// newer call runs (call_ran()).  With the claim's call and one superseded
+  /// call, at most three of the queue's calls are ever outstanding.
+  ///
+  /// Thread: the main thread at an entry point (scheduling.hpp,
+  /// rearm_if_stale).  Never blocks.
+  /// Memory ordering: relaxed CAS (mutual exclusion on one location; the
+  /// number orders nothing).
+  /// Errors: none.
+  /// Source: this project.
+  /// @param seq the sequence number of the main thread's new call (>= 1)
+  /// @return true if the caller may add that call
+  bool take_main_rearm(std::uint64_t seq) noexcept {
+    std::uint64_t none = 0;
+    // Bounds the main thread's calls at one; orders nothing.
+    return main_seq_.compare_exchange_strong(none, seq, std::memory_order_relaxed);
+  }
+
+  /// Give the main thread's right back after its call was not added.
+  ///
+  /// Thread: the main thread that took it.  Never blocks.
+  /// Memory ordering: relaxed CAS: clears only `seq`, never a newer record.
+  /// Errors: none.
+  /// Source: this project.
+  /// @param seq the number given to take_main_rearm()
+  void release_main_rearm(std::uint64_t seq) noexcept {
+    // Only the number this caller recorded; orders nothing.
+    main_seq_.compare_exchange_strong(seq, 0, std::memory_order_relaxed);
+  }
+
+  /// Whether the main thread's call past the bound may be outstanding (0 or 1).
+  ///
+  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
+  /// Source: this project.
+  /// @return the count at some instant
+  std::uint32_t main_rearmed() const noexcept {
+    // Snapshot only.
+    return main_seq_.load(std::memory_order_relaxed) != 0 ? 1u : 0u;
+  }
+
   /// A pending call with sequence number `seq` runs: account for it.
   /// CPython runs the pending calls of one ring first in, first out, so when
   /// the superseded call or any newer one runs, the superseded call has run
-  /// or was lost: the right to supersede is free again.  Only the recorded
-  /// superseded number is cleared (a CAS), never one a concurrent re-arm has
-  /// just taken.
+  /// or was lost: the right to supersede is free again.  The same holds for
+  /// the main thread's call (main_seq_).  Only the recorded number is cleared
+  /// (a CAS), never one a concurrent re-arm has just taken.
   ///
   /// Thread: main thread, in the pending call.  Never blocks.
   /// Memory ordering: relaxed (see take_supersede()).
@@ -561,14 +606,19 @@ class BasicQueue {
   /// @return true if this is the current claim's call (it must clear
   ///         scheduled_); false for a superseded call (it only drains)
   bool call_ran(std::uint64_t seq) noexcept {
-    std::uint64_t m = ran_max_seq_.load(std::memory_order_relaxed);  // heuristic
+    std::uint64_t r = ran_max_seq_.load(std::memory_order_relaxed);  // heuristic
     // Highest number that ran; only the main thread writes it.
-    while (seq > m && !ran_max_seq_.compare_exchange_weak(m, seq, std::memory_order_relaxed)) {
+    while (seq > r && !ran_max_seq_.compare_exchange_weak(r, seq, std::memory_order_relaxed)) {
     }
     std::uint64_t s = superseded_seq_.load(std::memory_order_relaxed);  // heuristic
     if (s != 0 && seq >= s) {
       // FIFO: the superseded call is gone; clear only that number.
       superseded_seq_.compare_exchange_strong(s, 0, std::memory_order_relaxed);
+    }
+    std::uint64_t m = main_seq_.load(std::memory_order_relaxed);  // heuristic
+    if (m != 0 && seq >= m) {
+      // FIFO: the main thread's call is gone; clear only that number.
+      main_seq_.compare_exchange_strong(m, 0, std::memory_order_relaxed);
     }
     return move_claim_seq(seq, 0);  // the claim's call takes the claim back
   }
@@ -585,14 +635,16 @@ class BasicQueue {
     return ran_max_seq_.load(std::memory_order_relaxed) >= seq;
   }
 
-  /// Pending calls of the queue possibly outstanding: the current claim's
-  /// call, if claimed, plus superseded ones.  Snapshot (statistics, tests).
+  /// Pending calls of the queue possibly outstanding, an upper bound: the
+  /// current claim's call, if claimed, plus a superseded one, plus the main
+  /// thread's call past the bound (which also stands for the claim's call
+  /// that it superseded, unrecorded).  Snapshot (statistics, tests).
   ///
   /// Thread: any.  Memory ordering: relaxed.  Errors: none.
   /// Source: this project.
-  /// @return 0, 1 or 2
+  /// @return 0, 1, 2 or 3
   std::uint32_t calls_outstanding() const noexcept {
-    return (scheduled_snapshot() ? 1u : 0u) + superseded();
+    return (scheduled_snapshot() ? 1u : 0u) + superseded() + main_rearmed();
   }
 
   /// Record when the current claim was made (host clock, nanoseconds; 0 for
@@ -600,7 +652,7 @@ class BasicQueue {
   ///
   /// Thread: the claimant, the re-armer or the drain.
   /// Memory ordering: relaxed: a heuristic for the re-arm rule; a stale or
-  /// torn view can only make a re-arm early or late, never exceed two calls.
+  /// torn view can only make a re-arm early or late, never exceed three calls.
   /// Errors: none.
   /// Source: this project.
   /// @param ns host clock at the claim, or 0
@@ -716,6 +768,8 @@ class BasicQueue {
     // One thread in the child.
     superseded_seq_.store(0, std::memory_order_relaxed);
     // One thread in the child.
+    main_seq_.store(0, std::memory_order_relaxed);
+    // One thread in the child.
     claimed_at_ns_.store(0, std::memory_order_relaxed);
     draining_ = draining_ && forked_by_drain_thread;
     stats.forks.fetch_add(1, std::memory_order_relaxed);  // statistics only
@@ -766,6 +820,9 @@ class BasicQueue {
   /// Sequence number of the superseded call possibly outstanding, 0 for
   /// none (re-arm bound).
   std::atomic<std::uint64_t> superseded_seq_{0};
+  /// Sequence number of the main thread's call past the re-arm bound possibly
+  /// outstanding, 0 for none.
+  std::atomic<std::uint64_t> main_seq_{0};
   /// Host clock at the current claim, 0 for none (re-arm heuristic).
   std::atomic<std::int64_t> claimed_at_ns_{0};
   /// Re-arm a claim older than this (nanoseconds); default one second.
