@@ -127,8 +127,8 @@ TWO_LOST = textwrap.dedent("""
         return round(time.monotonic() - t0, 3)
     def snap():
         c = dc.counters()
-        keys = ("pending_calls", "drain_cycles", "direct_drains", "rearms", "calls_outstanding",
-                "scheduled")
+        keys = ("pending_calls", "drain_cycles", "direct_drains", "rearms", "main_rearms",
+                "calls_outstanding", "scheduled")
         return dict({k: c[k] for k in keys}, released=len(released))
     out = {"start": snap()}
     dc._native._test_lose_calls(2)
@@ -183,6 +183,7 @@ def test_two_lost_calls_then_one_main_thread_entry_point_restore_the_pending_cal
     assert r["poll"] == "drained" and e["released"] == 201, r
     assert e["direct_drains"] - lost["direct_drains"] == 1, r
     assert e["rearms"] - lost["rearms"] == 1, r
+    assert e["main_rearms"] - lost["main_rearms"] == 1 and lost["main_rearms"] == s["main_rearms"], r
     assert e["pending_calls"] - lost["pending_calls"] == 1, r
     # ... which runs at the next eval-breaker check and clears the claim.
     m = r["after_main_call"]

@@ -287,7 +287,7 @@ std::vector<std::weak_ptr<SimulatedDriver>> g_sim_drivers;
 const char* kStatsKeys[] = {"created", "cleaned", "direct_cleanups",
                             "schedule_attempts", "schedule_failures", "pending_calls", "drain_cycles",
                             "pending_calls_ignored", "direct_drains", "retries", "rearms",
-                            "leaked_at_shutdown", "leaked_finalizing", "gate_timeouts", "forks"};
+                            "main_rearms", "leaked_at_shutdown", "leaked_finalizing", "gate_timeouts", "forks"};
 
 void write_stats_json(const char* path, std::int64_t backstop_ns) {
   // Plain C stdio: the interpreter is gone.  Relaxed snapshots (statistics).
@@ -297,7 +297,7 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
   const std::atomic<std::uint64_t>* vals[] = {
       &s.created, &s.cleaned, &s.direct_cleanups, &s.schedule_attempts,
       &s.schedule_failures, &s.pending_calls, &s.drain_cycles, &s.pending_calls_ignored,
-      &s.direct_drains, &s.retries, &s.rearms, &s.leaked_at_shutdown, &s.leaked_finalizing,
+      &s.direct_drains, &s.retries, &s.rearms, &s.main_rearms, &s.leaked_at_shutdown, &s.leaked_finalizing,
       &s.gate_timeouts, &s.forks};
   auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   std::fprintf(f, "{\"variant\": \"%s\"", variant_name(g_variant));
@@ -547,6 +547,7 @@ py::dict counters() {
     d["direct_drains"] = r(s.direct_drains);
     d["retries"] = r(s.retries);
     d["rearms"] = r(s.rearms);
+    d["main_rearms"] = r(s.main_rearms);
     d["leaked_at_shutdown"] = r(s.leaked_at_shutdown);
     d["leaked_finalizing"] = r(s.leaked_finalizing);
     d["gate_timeouts"] = r(s.gate_timeouts);

@@ -145,7 +145,8 @@ def stats() -> dict:
         objects that were never created), ``schedule_attempts``,
         ``schedule_failures``, ``pending_calls``, ``drain_cycles``,
         ``pending_calls_ignored``, ``direct_drains``, ``retries``, ``rearms``
-        (stale claims re-armed), ``calls_outstanding``, ``leaked_at_shutdown``,
+        (stale claims re-armed), ``main_rearms`` (of those, by the main thread
+        past the bound of two), ``calls_outstanding``, ``leaked_at_shutdown``,
         ``leaked_finalizing``, ``gate_timeouts``, ``forks``,
         ``cleanups_on_main``, ``cleanups_off_main``, ``destructors_on_main``,
         ``cleanups_after_shutdown``, ``host_calls_after_teardown``,
@@ -284,7 +285,9 @@ def configure(exit_wait_s: float | None = None, stale_claim_s: float | None = No
             value.
         stale_claim_s (float | None): seconds after which a claimed pending
             call that has not run may be re-armed (a second pending call is
-            added; at most two are ever outstanding; default 1.0).  ``None``
+            added; at most two are ever outstanding, three when the main
+            thread re-arms past the bound after two lost calls; default
+            1.0).  ``None``
             keeps the current value.
 
     Returns:
