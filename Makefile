@@ -31,7 +31,8 @@ help:
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
 	@echo "make gpu-compare  scenarios A-E on cuda-core and on our cuda driver (needs a GPU, cuda-core and"
 	@echo "               deferred_cleanup installed in $(PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
-	@echo "make lost-wakeup  the lost wakeup on this CPU, per variant (LOST_WAKEUP_N=$(LOST_WAKEUP_N) handoffs)"
+	@echo "make lost-wakeup  the lost wakeup on this CPU, per variant (LOST_WAKEUP_N=$(LOST_WAKEUP_N) handoffs),"
+	@echo "               and the gate's store buffering (GATE_SB_N=$(GATE_SB_N) rounds per policy)"
 
 provision:
 	$(MATRIX) provision $(WHICH)
@@ -49,7 +50,7 @@ docs:
 	bash tools/docs.sh
 
 bench:
-	$(PYTHON) tools/bench.py
+	$(MATRIX_PYTHON) tools/bench.py
 
 sanitize: tsan asan
 
@@ -60,17 +61,17 @@ asan:
 	bash .ci/asan.sh
 
 mutate:
-	$(PYTHON) tools/mutate.py
+	$(MATRIX_PYTHON) tools/mutate.py
 
 soak:
 	SOAK_N=$(SOAK_N) $(MATRIX) test $(WHICH) --no-once -- -m soak
 
-# Runs with $(PYTHON) as it is (the GPU machine's own interpreter, with
-# cuda-core and this package installed); exits 2 with one line saying why
+# Runs with $(PYTHON) as it is, python3 when not given (the GPU machine's own
+# interpreter, with cuda-core and this package installed); exits 2 with one line saying why
 # where there is no GPU, driver, cuda-core or deferred_cleanup.
 # GPU_COMPARE_ARGS: e.g. --cuda-core 1.2.2=/tmp/cc122 --ours reference cuda-core-1.2
 gpu-compare:
-	$(PYTHON) tools/gpu_compare.py --out build/gpu-compare $(GPU_COMPARE_ARGS)
+	$(MATRIX_PYTHON) tools/gpu_compare.py --out build/gpu-compare $(GPU_COMPARE_ARGS)
 # The lost wakeup on real hardware (tests/cpp/lost_wakeup.cpp): one line per
 # variant; the counts go to build/lost-wakeup/lost-wakeup.json and, with the
 # disassembly of our build (tools/disasm.py), to notes/lost-wakeup/ for the

@@ -31,7 +31,8 @@ SCENARIOS = TESTS / "scenarios"
 MATRIX_ONLY = {
     "docs": "builds the docs site with tools/docs.sh, which installs Doxygen and Chromium with apt as root",
     "tools": "needs spin and herd7 from the Debian unstable root that tools/sid-root.sh makes as root",
-    "hardware": "builds tests/cpp/lost_wakeup.cpp with CMake and races 10**7 handoffs per variant on this CPU",
+    "hardware": ("builds tests/cpp/lost_wakeup.cpp and gate_sb.cpp with CMake and races up to 10**7 "
+                 "handoffs per variant and 3*10**6 gate rounds per policy on this CPU"),
     "soak": "the finalization soak starts SOAK_N (20) child interpreters per case, about 2 minutes in all",
     "sanitize": "builds tests/cpp under ThreadSanitizer and AddressSanitizer (apt installs GoogleTest if missing)",
     "mutate": "rebuilds the C++ suite once per mutant in tests/mutants (minutes)",

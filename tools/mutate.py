@@ -314,7 +314,9 @@ class Runner:
         it = self.env(DEFAULT_ENV)
         xml = logs / "litmus.xml"
         log = logs / "litmus.log"
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        # DC_MATRIX=1: the litmus tag checks are run-once tests (tests/conftest.py),
+        # skipped by plain pytest; `make mutate` runs outside the matrix.
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", DC_MATRIX="1")
         rc, out = run_logged(self.matrix().in_env(it, [it.py, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                                                        "tests/test_litmus.py", f"--junitxml={xml}",
                                                        "-o", "junit_family=xunit2"]),
@@ -411,7 +413,7 @@ class Runner:
         if rc != 0:
             tail = build_log.read_text(errors="replace")[-1500:]
             return CheckResult(check, "error", [], 0, str(build_log), f"extension build failed:\n{tail}")
-        env = dict(os.environ, PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1",
+        env = dict(os.environ, PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", DC_MATRIX="1",
                    DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source)
         # The tests must import this scratch's build, not the venv's own.
         where = subprocess.run(mx.in_env(it, [it.py, "-c", "import deferred_cleanup._native as n; print(n.__file__)"]),
