@@ -30,7 +30,7 @@ help:
 	@echo "make mutate    the mutation kill matrix: every mutant in tests/mutants/ must be killed (build/mutate/)"
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
 	@echo "make gpu-compare  scenarios A-E on cuda-core and on our cuda driver (needs a GPU, cuda-core and"
-	@echo "               deferred_cleanup installed in $(PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
+	@echo "               deferred_cleanup installed in $(MATRIX_PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
 	@echo "make lost-wakeup  the lost wakeup on this CPU, per variant (LOST_WAKEUP_N=$(LOST_WAKEUP_N) handoffs),"
 	@echo "               and the gate's store buffering (GATE_SB_N=$(GATE_SB_N) rounds per policy)"
 
