@@ -480,9 +480,10 @@ inline refused_rearm(by_producer) {
   fi
 }
 
-/* A look that took the stale claim and then fails take_supersede returns
- * already_scheduled with claimed_at_ns_ left at 0: that claim is never stale
- * again.  KEEP_CLOCK (a proposal, not the C++ rule) puts the clock back. */
+/* A look that took the stale claim and then fails take_supersede (or, with
+ * MAIN_REARM, take_main_rearm) returns already_scheduled with claimed_at_ns_
+ * left at 0: that claim is never stale again.  KEEP_CLOCK (a proposal, not
+ * the C++ rule) puts the clock back. */
 #ifdef KEEP_CLOCK
 #define GIVE_UP atomic { if :: !clk && claim_seq == oseq -> clk = 1 :: else -> skip fi; BUSY_DEC }
 #else
@@ -562,7 +563,7 @@ inline rearm_if_stale(by_producer, on_main) {
        if :: main_rec == 0 -> main_rec = nseq; sup = 1 :: else -> sup = 0 fi
      };
      if
-     :: !sup -> BUSY_DEC                  /* one main-thread call is outstanding */
+     :: !sup -> GIVE_UP                   /* one main-thread call is outstanding */
      :: else ->
         atomic { GATE_ENTER ok = accepting; if :: !ok -> GATE_LEAVE skip :: else -> skip fi };
         if

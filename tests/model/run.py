@@ -133,8 +133,7 @@ WITNESSES = {
 }
 # Witnesses 1 and 13 are reached soonest with a ring of one (13: the
 # re-arm's call refused while the claim's call is queued); 15 needs room for
-# three of our calls,
-# two losses and the option.
+# three of our calls, two losses and the option.
 _WITNESS_MACROS = {1: _base(2, 1), 13: _base(2, 1), 15: _base(2, 3, 2) + ("MAIN_REARM",)}
 for _w, _why in WITNESSES.items():
     CHECKS.append(Check(f"witness{_w}", _WITNESS_MACROS.get(_w, _base(2, 2, 1)) + (f"WITNESS={_w}",),
