@@ -98,6 +98,16 @@ CHECKS: list[Check] = [
           why="liveness_lost_apart_nr with the retrier"),
     Check("liveness_lost2_main", _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "MAIN_REARM"), liveness=True,
           why="liveness_lost2_main_nr with the retrier"),
+    # The KNOWN_DEFECT runs with both proposed fixes of the rule (model macros
+    # CLAIM_FIRST and KEEP_CLOCK; not the C++ code): they verify, in minutes.
+    Check("proposed_fix_lost1", _base(2, 3, 1) + ("FOREIGN=0", "LIVENESS", "CLAIM_FIRST", "KEEP_CLOCK"),
+          liveness=True, by_hand=True, why="liveness_n2_norefusal_lost1 with CLAIM_FIRST and KEEP_CLOCK"),
+    Check("proposed_fix_lost_apart",
+          _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "LOST_APART", "CLAIM_FIRST", "KEEP_CLOCK"),
+          liveness=True, by_hand=True, why="liveness_lost_apart with CLAIM_FIRST and KEEP_CLOCK"),
+    Check("proposed_fix_lost2_main",
+          _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "MAIN_REARM", "CLAIM_FIRST", "KEEP_CLOCK"),
+          liveness=True, by_hand=True, why="liveness_lost2_main with CLAIM_FIRST and KEEP_CLOCK"),
     # Negative variants: each must yield a counterexample.
     Check("lost_wakeup", _base(2, 1) + ("LIVENESS", "LOST_WAKEUP"), liveness=True, expect_error=True,
           why="take, then clear scheduled_, with no re-check: an item is stranded"),
