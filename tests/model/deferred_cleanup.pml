@@ -1,55 +1,88 @@
 /*
  * deferred_cleanup.pml: a Promela model of the reference's deferred-cleanup
- * protocol (ReferencePolicy in reference/include/deferred_cleanup/policy.hpp).
+ * protocol (ReferencePolicy in reference/include/deferred_cleanup/policy.hpp),
+ * with the re-arm rule of scheduling.hpp as of commit c9dd66c (stale clock
+ * started after the add, the claim moved by CAS, the superseded call recorded
+ * by number, a refused re-arm whose old call ran gives the claim back).
  *
- * What is modelled (reference/include/deferred_cleanup/*.hpp):
+ * What is modelled (reference/include/deferred_cleanup/*.hpp), one Promela
+ * step per shared access of the code unless a comment says why two are one:
  *
  *   producer     a user object's destructor on a driver thread with no thread
  *                state (callback.hpp, on_user_object_destroyed): push its item
- *                onto head_, then one load of scheduled_ (the fast path).  If
- *                it reads true the producer returns, after, on a sampled hit
- *                (about one in 16 in the code, any hit here), looking for a
- *                stale claim (rearm_if_stale).  Otherwise the slow path
- *                (scheduling.hpp, schedule): gate_enter (in_flight_++, check
- *                accepting_), claim scheduled_ (an exchange), take a call
- *                token (the next sequence number, which becomes the claim's
- *                call, claim_seq_), Py_AddPendingCall with the token, on -1
- *                give the claim back, gate_leave.  A producer may
- *                run at any time, also during and after shutdown.
+ *                onto head_, then one load of scheduled_ (check_scheduled, the
+ *                fast path).  If it reads true the producer returns, after, on
+ *                a sampled hit (about one in 16 in the code, any hit here),
+ *                calling rearm_if_stale.  Otherwise schedule() (scheduling.hpp):
+ *                gate_enter, claim (an exchange), set_claimed_at(0),
+ *                new_call_token, set_claim_seq, Py_AddPendingCall with the
+ *                token; accepted: start_stale_clock; refused: unclaim;
+ *                gate_leave.  A producer may run at any time, also during and
+ *                after shutdown.
  *   pq           CPython's pending-call queue, a channel of capacity K shared
  *                with other users of Py_AddPendingCall (the foreign process);
- *                Py_AddPendingCall refuses (-1) when it is full and evicts
- *                nothing (Python/ceval_gil.c, _push_pending_call, v3.12.0;
- *                measured by the probe: cpython_facts.py).
+ *                first in, first out; Py_AddPendingCall refuses (-1) when it
+ *                is full and evicts nothing (Python/ceval_gil.c,
+ *                _push_pending_call, v3.12.0; measured by the probe:
+ *                cpython_facts.py).  An entry carries the call's sequence
+ *                number (the CallToken's seq).  The code keeps tokens in 64
+ *                reused slots (queue.hpp, kTokens); a slot is reused only after
+ *                64 further tokens, which these runs never take, so the model
+ *                passes the number itself.
  *   lost calls   the host may accept one of our calls (return 0) and never
  *                run it, at most LOST times: on 3.10 and 3.11 a call added
- *                while a subinterpreter holds the GIL goes to that
- *                interpreter (the probe's field subinterp.runner).
- *   re-arm       rearm_if_stale (scheduling.hpp): when the outstanding claim
- *                is older than the stale bound, a producer on a fast-path hit
- *                or an entry point adds a second pending call, which becomes
- *                the claim's call: it takes superseded_ 0 -> 1, a new token
- *                and claim_seq_, behind the gate; scheduled_ is untouched.
- *                A pending call whose sequence number is the claim's (or
- *                newer) resets superseded_ and clears scheduled_ before its
- *                take; an older one only lowers superseded_ and drains
- *                (queue.hpp, call_ran; drain.hpp, pending_call).  Tokens
- *                live in KT reused slots, as in the code (kTokens = 4).  Time is not modelled: "the claim is stale" is
- *                a nondeterministic choice, open while scheduled_ is set.
+ *                from a thread with no thread state while a subinterpreter
+ *                holds the GIL goes to that interpreter (the probe's field
+ *                subinterp.runner; bpo-10915).  Only producers (driver
+ *                threads) lose calls: a Python thread at an entry point holds
+ *                the GIL of its own (main) interpreter, so Py_AddPendingCall
+ *                finds that interpreter (Python/ceval.c v3.11.0,
+ *                Py_AddPendingCall, _PyThreadState_GET()).
+ *   claim clock  claimed_at_ns_ is `clk`, 0 or "running": time is not
+ *                modelled, so "now - claimed_at >= stale bound" is a
+ *                nondeterministic choice of the caller of rearm_if_stale; the
+ *                load of claimed_at and take_stale_claim's CAS are one step
+ *                (a CAS that fails changes nothing, which is the "not stale"
+ *                branch; the clock values of the code are distinct, so no
+ *                ABA is left out).
+ *   re-arm       rearm_if_stale (scheduling.hpp), step by step: take_stale_claim,
+ *                claim_seq(), scheduled_snapshot(), take_supersede(old),
+ *                gate_enter, new_call_token, move_claim_seq(old, new),
+ *                add_call; accepted: start_stale_clock(new); refused:
+ *                release_supersede, move_claim_seq(new, old), ran_at_least(old)
+ *                and move_claim_seq(old, 0) (then unclaim, gate_leave and
+ *                schedule() again), else start_stale_clock(old); gate_leave.
  *   main         the CPython main thread.  It runs queued pending calls (the
- *                eval breaker): count the call as run, clear scheduled_, then
- *                take until empty (drain.hpp, pending_call; clear_then_take).
- *                It may hit API entry points (drain_at_entry: a direct drain
- *                when the queue is non-empty, gh-95820, then a stale-claim
- *                check), may run Python code for ever, or exits: the exit
- *                hook closes the gate, waits out the producers inside it,
- *                drains a last time and marks the host dead (shutdown.hpp);
- *                finalization may still run queued pending calls (no-ops by
- *                then); teardown.
+ *                eval breaker; drain.hpp, pending_call): call_ran (ran_max,
+ *                clear the superseded record if this call is as new, move the
+ *                claim seq -> 0), then, for the claim's call only,
+ *                set_claimed_at(0) and the clear of scheduled_, then take
+ *                until empty (clear_then_take).  It may hit API entry points
+ *                (drain_at_entry: a direct drain when the queue is non-empty,
+ *                gh-95820, then rearm_if_stale when scheduled_ is set), may
+ *                run Python code for ever, or exits: the exit hook closes the
+ *                gate, waits out the producers inside it, drains a last time
+ *                and marks the host dead (shutdown.hpp); finalization may
+ *                still run queued pending calls (no-ops by then); teardown.
  *   retrier      a non-main Python thread at an entry point: it can only
- *                retry scheduling or look for a stale claim (drain.hpp,
+ *                retry scheduling or call rearm_if_stale (drain.hpp,
  *                drain_at_entry off the main thread; scheduling.hpp,
  *                retry_schedule).
+ *
+ * Option MAIN_REARM (off by default): the main-thread re-arm past the bound,
+ * as briefed for the branch rearm-main (scheduling.hpp there is still being
+ * written; the lead reconciles the details).  The steps modelled: in
+ * rearm_if_stale on the main thread, after take_stale_claim, claim_seq() and
+ * scheduled_snapshot() succeeded and take_supersede(old) failed (a superseded
+ * call is still recorded): new_call_token (new), take_main_rearm(new)
+ * (main_seq_ 0 -> new; fails: return), gate_enter (closed:
+ * release_main_rearm, return), move_claim_seq(old, new) (fails:
+ * release_main_rearm, gate_leave, return), add_call from the main thread
+ * (never lost); accepted: start_stale_clock(new); refused:
+ * release_main_rearm(new) (a CAS new -> 0) and then exactly the refused
+ * re-arm's steps above.  call_ran also clears main_seq_ when a call with that
+ * number or a newer one runs (load, then CAS m -> 0).  At most three of our
+ * calls are then queued.
  *
  * Items are interchangeable for every property checked here, so head_ is a
  * count (nq) and exactly-once is checked by counting: no cleanup beyond the
@@ -60,6 +93,8 @@
  * the model is sequentially consistent.  It checks the protocol's logic; the
  * memory-model side (that the seq_cst orders really give this SC behaviour
  * for the store-buffering pairs) is what tests/litmus/ checks with herd7.
+ * The relaxed accesses of the re-arm rule (claim_seq_, superseded_seq_,
+ * claimed_at_ns_, ran_max_seq_) are modelled sequentially consistent too.
  * What acquire/release would allow shows here as two negative variants:
  * LOST_WAKEUP (the drain's clear takes effect after its last take) and
  * FAST_REORDERED (the fast-path load takes effect before the push).
@@ -70,9 +105,19 @@
  *   FOREIGN        foreign pending calls that compete for it (default K)
  *   ENTRIES        main-thread entry points (default 1)
  *   LOST           pending calls the host may lose (default 0)
- *   KT             call-token slots (default 4, queue.hpp kTokens)
- *   LOST_APART     the second lost call (LOST=2) only after a re-armed call
- *                  ran and drained: two losses far apart in time
+ *   LOST_APART     a further lost call only after a call newer than the last
+ *                  lost one ran: no two losses in a row (the liveness
+ *                  assumption of the rule without MAIN_REARM)
+ *   MAIN_REARM     the main-thread re-arm past the bound (above)
+ *   NO_RETRIER     the second Python thread never reaches an entry point
+ *                  (smaller runs; the producers and the main thread remain)
+ * Proposed changes of the rule (not the C++ code; to test a fix of the
+ * defects spin finds, see tests/test_model.py KNOWN_DEFECT):
+ *   CLAIM_FIRST    call_ran moves the claim (seq -> 0) before it looks at
+ *                  the superseded record, so a re-arm that wins the claim
+ *                  from a running call leaves a record this call clears;
+ *   KEEP_CLOCK     a look that took the stale claim and then finds a
+ *                  superseded call recorded restarts the claim's clock.
  * Negative variants; spin must find a counterexample for each:
  *   LOST_WAKEUP    the pending call takes first and clears scheduled_ after
  *                  the drain, with no re-check (liveness: an item stranded);
@@ -83,17 +128,18 @@
  *   RETRY_ENQUEUES a retry pushes the refused item again (cleaned twice);
  *   NO_REARM       a stale claim is never re-armed: with LOST >= 1 a lost
  *                  call leaves scheduled_ set for good (liveness).
- * Witnesses (-DWITNESS=k, 1..12): one behaviour each that the verified model
+ * Witnesses (-DWITNESS=k, 1..15): one behaviour each that the verified model
  * must be able to reach; spin must find the assertion that marks it, which
  * shows the model is not vacuous (see WITNESS_HIT below and test_model.py).
  *
  * Properties:
  *   safety     assertions: no pending call added and no cleanup after
  *              teardown; no cleanup after the host died; never more cleanups
- *              than items; at most two of our pending calls outstanding, and
- *              at most one unless a stale claim was re-armed; at the end
- *              every item cleaned once or leaked.  pan also reports invalid
- *              end states (a shutdown that waits for ever).
+ *              than items; at most two of our pending calls queued (three
+ *              with MAIN_REARM), and at most one unless a stale claim was
+ *              re-armed; at the end every item cleaned once or leaked.  pan
+ *              also reports invalid end states (a shutdown that waits for
+ *              ever).
  *   liveness   the ltl claim `drained` at the end of this file, with weak
  *              fairness (pan -a -f), compiled with -DLIVENESS.
  *
@@ -107,11 +153,12 @@
  * liveness never relies on one coming.  Two cases wait for one by design, and
  * the claim excuses exactly those: a refusal leaves the items to the next
  * enqueue or entry point (the ghost `owed`), and a lost call leaves them to
- * the next chance to re-arm, i.e. a producer's sampled fast-path hit or an
- * entry point that finds the claim stale while none of our calls is queued
- * (the ghost `down`: set when a call is lost, cleared at such a chance,
- * whatever the re-arm then does; a queued call runs first and may clear
- * scheduled_ itself or free the superseded slot for the next chance).
+ * the next look at a stale claim (the ghost `down`: set when a call is lost
+ * or a re-arm refused, cleared at a look, i.e. a caller of rearm_if_stale that
+ * finds the claim stale or its clock not running, while none of our calls is
+ * queued (a queued one runs first and may clear scheduled_ or the superseded
+ * record) and no caller is between its add and its start_stale_clock or
+ * inside a re-arm (`busy`: the clock is 0 for a moment there by design).
  */
 
 #ifndef N
@@ -129,15 +176,20 @@
 #ifndef LOST
 #define LOST 0
 #endif
-#ifndef KT
-#define KT 4
-#endif
 #ifndef WITNESS
 #define WITNESS 0
 #endif
+#ifdef MAIN_REARM
+#define MAX_OURS 3
+#else
+#define MAX_OURS 2
+#endif
 #ifdef LOST_APART
-/* A second call may be lost only after a re-armed call ran and drained. */
-#define LOSS_ALLOWED (lost == 0 || recovered)
+/* A further call may be lost only after a call newer than the last lost one
+ * ran (by FIFO, after the lost call's re-armed successor ran): an older call
+ * that runs after a loss, e.g. the call the lost one superseded, does not
+ * separate two losses. */
+#define LOSS_ALLOWED (lost == 0 || ran_max > lost_seq)
 #else
 #define LOSS_ALLOWED true
 #endif
@@ -149,7 +201,7 @@
 #define TORN_DOWN  2   /* after Py_FinalizeEx: no CPython call may happen */
 
 mtype = { OURS, OTHER };
-chan pq = [K] of { mtype, byte };   /* the function, and our token's slot */
+chan pq = [K] of { mtype, byte };   /* the function, and our call's number */
 
 /* The queue's shared state (queue.hpp). */
 byte nq = 0;          /* items in head_ */
@@ -158,9 +210,13 @@ bool accepting = 1;   /* accepting_ */
 byte in_flight = 0;   /* in_flight_ */
 bool alive = 1;       /* alive_ (mark_host_dead) */
 byte next_seq = 0;    /* next_seq_: sequence numbers taken */
-byte claim_seq = 0;   /* claim_seq_: the claim's call */
-byte superseded = 0;  /* superseded_ */
-byte tok[KT];         /* tokens_[i].seq */
+byte claim_seq = 0;   /* claim_seq_: the claim's call, 0 for none */
+byte superseded = 0;  /* superseded_seq_: the superseded call, 0 for none */
+byte ran_max = 0;     /* ran_max_seq_: highest number that ran */
+bool clk = 0;         /* claimed_at_ns_ != 0: the claim's stale clock runs */
+#ifdef MAIN_REARM
+byte main_rec = 0;    /* main_seq_: the main thread's call past the bound */
+#endif
 
 /* The interpreter. */
 byte interp = RUNNING;
@@ -171,25 +227,37 @@ byte cleaned = 0;     /* cleanups run */
 byte leaked = 0;      /* items counted as leaked at the end */
 byte ours_out = 0;    /* our pending calls queued in pq, not yet started */
 byte lost = 0;        /* our pending calls the host lost */
-bool rearmed = 0;     /* a second pending call was added by a re-arm */
+bool rearmed = 0;     /* a re-arm added a call */
+byte lost_seq = 0;    /* the number of the last lost call */
 #if defined(LIVENESS) || defined(RETRY_ENQUEUES)
 bool owed = 0;        /* a refused claimant gave scheduled_ back; since then no
                          pending call was added and no entry point drained */
 bool down = 0;        /* a call was lost (or a re-arm refused); since then no
-                         chance to re-arm came while none of our calls was
-                         queued */
+                         look at the claim came while none of our calls was
+                         queued and nobody was busy */
+byte busy = 0;        /* callers between a successful add and their
+                         start_stale_clock, or inside a re-arm after
+                         take_stale_claim */
 #define OWED(v) owed = v
 #define DOWN(v) down = v
-/* A chance to re-arm that the rule must use: none of our calls is queued
- * (a queued one runs first and may still clear scheduled_ or free the
- * superseded slot). */
-#define CHANCE if :: ours_out == 0 -> down = 0 :: else -> skip fi
+#define BUSY_INC busy++
+#define BUSY_DEC busy--
+/* A look at the claim that the rule must use (see the header).  With
+ * MAIN_REARM only the main thread's look counts: two losses in a row are
+ * past the bound of two for every other caller, by design. */
+#ifdef MAIN_REARM
+#define CHANCE(on_main) if :: on_main && ours_out == 0 && busy == 0 -> down = 0 :: else -> skip fi
+#else
+#define CHANCE(on_main) if :: ours_out == 0 && busy == 0 -> down = 0 :: else -> skip fi
+#endif
 #else
 /* Ghosts of the liveness claim (and of RETRY_ENQUEUES's bug) only: left out
  * of the safety state space. */
 #define OWED(v) skip
 #define DOWN(v) skip
-#define CHANCE skip
+#define BUSY_INC skip
+#define BUSY_DEC skip
+#define CHANCE(on_main) skip
 #endif
 byte batches = 0;     /* non-empty takes within the current drain_all */
 byte done = 0;        /* producers and helper threads that finished */
@@ -204,12 +272,13 @@ inline clean() {
   assert(cleaned <= pushed)             /* never more cleanups than items */
 }
 
-/* drain_all: take the whole list and run its cleanups, until a take comes
- * back empty.  Cleanups touch only main-thread and ghost state, so each take
- * and the cleanups of what it took form one indivisible step: producers
- * interleave before and after every take, which is what the properties
- * depend on.  The re-entrancy flag is not modelled: cleanups here run no
- * Python code. */
+/* drain.hpp, drain_all: take the whole list and run its cleanups, until a
+ * take comes back empty.  Cleanups touch only main-thread and ghost state, so
+ * each take and the cleanups of what it took form one indivisible step:
+ * producers interleave before and after every take, which is what the
+ * properties depend on.  The re-entrancy flag is not modelled: cleanups here
+ * run no Python code.  host_alive() is main-thread state (only the main
+ * thread writes alive_ and only it reads it here). */
 inline drain_all() {
   if
   :: alive ->
@@ -230,47 +299,72 @@ inline drain_all() {
   fi
 }
 
-/* The main thread takes the oldest pending call.  CPython pops it under its
- * lock and then calls it; pending_call counts it as run (call_gone), forgets
- * the claim time and clears scheduled_, before the take (clear_then_take).
- * Pop and clear are one step here: a producer that acts between them sees
- * scheduled_ set and does exactly what it would do just before the pop. */
+/* drain.hpp, pending_call<P>, run by the main thread for the oldest entry of
+ * pq.  CPython pops it under its lock and then calls it.  The pop and
+ * call_ran's update of ran_max_seq_ are one step: only the main thread writes
+ * ran_max_seq_, and its one reader (ran_at_least, a re-armer after a
+ * refusal) reading it between the two sees what it would see just before the
+ * pop, which the model reaches.  Every other access of call_ran is a step. */
 inline run_pending_call() {
   atomic {
-    pq?m,slot;
+    pq?m,seq;
     if
     :: m == OURS ->
        ours_out--;
-       if                                 /* call_ran(tokens_[slot].seq) */
-       :: tok[slot] >= claim_seq -> current = 1; superseded = 0
-       :: else -> current = 0;
-          if :: superseded > 0 -> superseded-- :: else -> skip fi
-       fi;
-       if
-       :: !alive -> WITNESS_HIT(7, true)  /* after the host died: a no-op */
-       :: alive && !current -> skip       /* superseded: only drains */
-#ifndef LOST_WAKEUP
-       :: alive && current ->
-          WITNESS_HIT(12, lost > 0 && rearmed && scheduled);  /* recovered */
-          recovered = (recovered || (lost > 0 && rearmed));
-          scheduled = 0                   /* [litmus:wakeup.clear]: before the take */
-#else
-       :: alive && current -> skip
-#endif
-       fi
-    :: else -> skip                       /* a foreign pending call */
+       if :: seq > ran_max -> ran_max = seq :: else -> skip fi
+    :: else -> seq = 0                    /* a foreign pending call */
     fi
   };
   if
-  :: m == OURS && alive ->
-     drain_all();
-#ifdef LOST_WAKEUP
-     if :: current -> scheduled = 0 :: else -> skip fi;  /* take, then clear */
+  :: m == OURS ->
+#ifdef CLAIM_FIRST
+     atomic {                             /* (proposed) move_claim_seq(seq, 0) first */
+       if
+       :: claim_seq == seq -> claim_seq = 0; current = 1
+       :: else -> current = 0
+       fi
+     };
 #endif
-     skip
+     s = superseded;                      /* call_ran: load superseded_seq_ */
+     if
+     :: s != 0 && seq >= s ->             /* FIFO: it is gone; CAS s -> 0 */
+        atomic { if :: superseded == s -> superseded = 0 :: else -> skip fi }
+     :: else -> skip
+     fi;
+#ifdef MAIN_REARM
+     s = main_rec;                        /* call_ran: load main_seq_ */
+     if
+     :: s != 0 && seq >= s ->             /* FIFO: the main thread's call is gone */
+        atomic { if :: main_rec == s -> main_rec = 0 :: else -> skip fi }
+     :: else -> skip
+     fi;
+#endif
+#ifndef CLAIM_FIRST
+     atomic {                             /* call_ran: move_claim_seq(seq, 0) */
+       if
+       :: claim_seq == seq -> claim_seq = 0; current = 1
+       :: else -> current = 0
+       fi
+     };
+#endif
+     if
+     :: !alive -> WITNESS_HIT(7, true)    /* after the host died: a no-op */
+     :: alive && !current -> drain_all()  /* superseded: drains, no clear */
+     :: alive && current ->
+        WITNESS_HIT(12, lost > 0 && rearmed && scheduled);  /* recovered */
+        recovered = (recovered || (lost > 0 && rearmed));
+        clk = 0;                          /* set_claimed_at(0) */
+#ifndef LOST_WAKEUP
+        scheduled = 0;                    /* clear(): [litmus:wakeup.clear], before the take */
+        drain_all()
+#else
+        drain_all();
+        scheduled = 0                     /* the bug: take, then clear */
+#endif
+     fi
   :: else -> skip
   fi;
-  m = 0; slot = 0; current = 0
+  atomic { m = 0; seq = 0; s = 0; current = 0 }
 }
 
 /* Leave the gate (gate_leave). */
@@ -282,31 +376,34 @@ inline run_pending_call() {
 #define GATE_ENTER skip;
 #endif
 
-/* add_call, first half: take a token (new_call_token) and make it the
- * claim's call (set_claim_seq), remembering the old claim_seq_. */
-inline new_token() {
-  atomic {
-    next_seq++; tok[next_seq % KT] = next_seq;
-    oldseq = claim_seq; claim_seq = next_seq
-  }
-}
-
-/* add_call, second half: Py_AddPendingCall with the token, inside the
- * gate.  The host accepts the call, loses it, or refuses it.  rc = 0
- * accepted (or lost), 1 refused. */
-inline host_call(second) {   /* second: a re-arm's call (for reading) */
+/* add_call: Py_AddPendingCall with the call's number, inside the gate.  The
+ * host accepts the call, loses it (a producer's only), or refuses it.
+ * rc = 0 accepted (or lost), 1 refused.  An accepted call makes the caller
+ * busy until its start_stale_clock. */
+inline host_call(num, by_producer) {
   assert(interp != TORN_DOWN);            /* no pending call added after teardown */
   if
   :: len(pq) < K ->
-     pq!OURS,(next_seq % KT); ours_out++; OWED(0); rc = 0;
-     assert(ours_out <= 2);               /* at most two outstanding pending calls */
+     pq!OURS,num; ours_out++; OWED(0); rc = 0; BUSY_INC;
+     assert(ours_out <= MAX_OURS);        /* at most two (three) queued */
      assert(ours_out <= 1 || rearmed)     /* and one unless a stale claim was re-armed */
-  :: lost < LOST && LOSS_ALLOWED ->       /* accepted, never run */
-     lost++; DOWN(1); rc = 0;
+  :: by_producer && lost < LOST && LOSS_ALLOWED ->  /* accepted, never run */
+     lost++; lost_seq = num; DOWN(1); rc = 0; BUSY_INC;
      WITNESS_HIT(11, true)
   :: len(pq) == K ->
      rc = 1;                              /* refused */
      WITNESS_HIT(1, true)
+  fi
+}
+
+/* queue.hpp, start_stale_clock(num), then gate_leave: load claim_seq_; if it
+ * is still `num`, CAS claimed_at 0 -> now.  gate_leave is a left mover
+ * (below) and joins the last step. */
+inline start_stale_clock_leave(num) {
+  if
+  :: atomic { claim_seq != num -> BUSY_DEC; GATE_LEAVE skip }  /* it ran, or moved on */
+  :: claim_seq == num ->
+     atomic { if :: !clk -> clk = 1 :: else -> skip fi; BUSY_DEC; GATE_LEAVE skip }
   fi
 }
 
@@ -317,31 +414,32 @@ inline host_call(second) {   /* second: a re-arm's call (for reading) */
  * reads in_flight is shutdown's wait for zero, which an increment can only
  * disable and a decrement only enable.  So gate_enter's increment is merged
  * with the accepting_ check after it, and gate_leave with the step before
- * it.  Every other shared access (the claim, Py_AddPendingCall, the
- * give-back) is a step of its own.  The store-buffering side of the gate,
- * which an SC model cannot show, is tests/litmus/. */
-inline schedule() {
+ * it.  Every other shared access is a step of its own.  The store-buffering
+ * side of the gate, which an SC model cannot show, is tests/litmus/. */
+inline schedule(by_producer) {
   atomic {
-    GATE_ENTER                            /* [litmus:gate.enter] */
+    GATE_ENTER                            /* gate_enter: [litmus:gate.enter] */
     ok = accepting                        /* [litmus:gate.check] */
   };
   if
   :: ok ->
      atomic {
-       old = scheduled; scheduled = 1;    /* [litmus:wakeup.claim] */
+       old = scheduled; scheduled = 1;    /* claim(): [litmus:wakeup.claim] */
        if
        :: old -> GATE_LEAVE skip          /* already scheduled */
-       :: else -> skip                    /* and set_claimed_at(now) */
+       :: else -> skip
        fi
      };
      if
      :: !old ->
-        new_token();
-        atomic { host_call(0); if :: rc == 0 -> GATE_LEAVE skip :: else -> skip fi };
+        clk = 0;                          /* set_claimed_at(0) */
+        atomic { next_seq++; seq = next_seq };   /* new_call_token */
+        claim_seq = seq;                  /* set_claim_seq */
+        atomic { host_call(seq, by_producer) };  /* add_call */
         if
-        :: rc != 0 ->                     /* refused: give the claim back */
+        :: rc == 0 -> start_stale_clock_leave(seq)
+        :: else ->                        /* refused: unclaim() */
            atomic { scheduled = 0; OWED(1); GATE_LEAVE skip }
-        :: else -> skip
         fi
      :: else -> skip
      fi
@@ -351,79 +449,188 @@ inline schedule() {
        GATE_LEAVE skip
      }
   fi;
-  old = 0; rc = 0; ok = 0
+  atomic { old = 0; rc = 0; ok = 0; seq = 0 }
 }
+
+/* The refused re-arm (scheduling.hpp, rearm_if_stale, rc != 0), after
+ * release_supersede (or release_main_rearm): the old call is the claim's call
+ * again, unless it ran meanwhile; then give the claim back and retry.  The
+ * caller is busy on entry; every branch ends that. */
+inline refused_rearm(by_producer) {
+  atomic {                                /* move_claim_seq(new, old) */
+    if :: claim_seq == nseq -> claim_seq = oseq; mv = 1 :: else -> mv = 0 fi
+  };
+  if
+  :: mv ->
+     if
+     :: ran_max >= oseq ->                /* ran_at_least(old) */
+        atomic {                          /* move_claim_seq(old, 0) */
+          if :: claim_seq == oseq -> claim_seq = 0; gb = 1 :: else -> gb = 0 fi
+        }
+     :: else -> gb = 0
+     fi;
+     if
+     :: gb ->
+        WITNESS_HIT(13, true);            /* the old call ran: give the claim back */
+        atomic { scheduled = 0; BUSY_DEC; GATE_LEAVE skip };  /* unclaim, gate_leave */
+        schedule(by_producer)             /* and retry */
+     :: else -> start_stale_clock_leave(oseq)   /* retried one bound later */
+     fi
+  :: else -> atomic { BUSY_DEC; GATE_LEAVE skip }
+  fi
+}
+
+/* A look that took the stale claim and then fails take_supersede (or, with
+ * MAIN_REARM, take_main_rearm) returns already_scheduled with claimed_at_ns_
+ * left at 0: that claim is never stale again.  KEEP_CLOCK (a proposal, not
+ * the C++ rule) puts the clock back. */
+#ifdef KEEP_CLOCK
+#define GIVE_UP atomic { if :: !clk && claim_seq == oseq -> clk = 1 :: else -> skip fi; BUSY_DEC }
+#else
+#define GIVE_UP BUSY_DEC
+#endif
 
 /* scheduling.hpp, rearm_if_stale, entered by a caller that has just read
- * scheduled_ set (a producer's fast-path hit, an entry point's snapshot).
- * The stale choice stands for "now - claimed_at >= stale bound, and this
- * caller won take_stale_claim"; claimed_at_ns_ is set with the claim and
- * cleared with the drain's clear (or a refusal's give-back), so in this
- * model it is non-zero exactly while scheduled_ is set.
- *
- * Reduction: the caller's read of scheduled_, the stale choice, the
- * scheduled_ snapshot, the CAS 1 -> 2 and gate_enter's increment and check
- * are one step.  The increment is a right mover (above).  The reads of
- * scheduled_ return true at both ends of the step in the code, or the
- * re-arm gives up (got = 0), which is the "not stale" branch.  A close that
- * comes between the CAS and the gate check in the code gives the same
- * outcome as a close just before this step (the check fails and the count
- * is given back), which the model reaches. */
-inline rearm_step() {
-  CHANCE;                                 /* a chance to re-arm */
-  WITNESS_HIT(9, lost > 0);
-#ifndef NO_REARM
+ * scheduled_ set (a producer's sampled fast-path hit, an entry point's
+ * snapshot).  The first step is the look: the claimed_at load and
+ * take_stale_claim's CAS (one step, see "claim clock" above), or "not stale
+ * yet", which is always possible (time is not modelled).  After a successful
+ * take the caller is busy until it restarts a clock or leaves. */
+inline rearm_if_stale(by_producer, on_main) {
   if
-  :: superseded == 0 ->                   /* take_supersede */
-     superseded = 1; GATE_ENTER ok = accepting; got = 1
-  :: else -> got = 0
-  fi
+  :: atomic { clk -> clk = 0; CHANCE(on_main); BUSY_INC; got = 1 }   /* stale: take_stale_claim */
+  :: atomic { !clk -> CHANCE(on_main); got = 0 }                    /* seen == 0: no clock */
+  :: got = 0                                               /* not stale yet */
+  fi;
+  WITNESS_HIT(9, got && lost > 0);
+#ifdef NO_REARM
+  if :: got -> BUSY_DEC; got = 0 :: else -> skip fi;
 #endif
-}
-
-inline rearm_rest() {
   if
-  :: got && ok ->
-     rearmed = 1;
-     new_token();
-     atomic {
-       host_call(1);
-       if
-       :: rc != 0 ->                      /* refused: the old call is the claim's again */
-          claim_seq = oldseq; superseded = 0; DOWN(lost > 0)
-       :: else -> WITNESS_HIT(10, ours_out == 2)  /* two of our calls queued */
-       fi;
-       GATE_LEAVE skip
-     }
-  :: got && !ok -> atomic { superseded = 0; GATE_LEAVE skip }  /* closed: release_supersede */
+  :: got ->
+     oseq = claim_seq;                    /* claim_seq() */
+     if
+     :: oseq == 0 -> got = 0
+     :: else ->
+        if :: !scheduled -> got = 0 :: else -> skip fi;   /* scheduled_snapshot() */
+        if
+        :: got ->
+           atomic {                       /* take_supersede(old): 0 -> old */
+             if :: superseded == 0 -> superseded = oseq; sup = 1 :: else -> sup = 0 fi
+           }
+        :: else -> skip
+        fi
+     fi;
+     if :: !got -> BUSY_DEC :: else -> skip fi   /* already_scheduled */
   :: else -> skip
   fi;
-  got = 0; ok = 0; rc = 0; oldseq = 0
+  if
+  :: got && sup ->
+     atomic { GATE_ENTER ok = accepting; if :: !ok -> GATE_LEAVE skip :: else -> skip fi };  /* gate_enter */
+     if
+     :: !ok -> atomic { superseded = 0; BUSY_DEC }    /* release_supersede; not_accepting */
+     :: else ->
+        atomic { next_seq++; nseq = next_seq };       /* new_call_token */
+        atomic {                                      /* move_claim_seq(old, new) */
+          if :: claim_seq == oseq -> claim_seq = nseq; mv = 1 :: else -> mv = 0 fi
+        };
+        if
+        :: !mv ->                         /* the claim's call ran meanwhile */
+           WITNESS_HIT(14, true);
+           atomic { superseded = 0; BUSY_DEC; GATE_LEAVE skip }  /* release_supersede, gate_leave */
+        :: else ->
+           rearmed = 1;
+           atomic {                       /* add_call */
+             host_call(nseq, by_producer);
+             if
+             :: rc == 0 -> BUSY_DEC;      /* busy once, until start_stale_clock */
+                WITNESS_HIT(10, ours_out == 2)
+             :: else -> DOWN(lost > 0)    /* refused: wait for the next look */
+             fi
+           };
+           if
+           :: rc == 0 -> start_stale_clock_leave(nseq)
+           :: else ->
+              superseded = 0;             /* release_supersede */
+              refused_rearm(by_producer)
+           fi
+        fi
+     fi
+#ifdef MAIN_REARM
+  :: got && !sup && on_main ->            /* past the bound: the main thread's own call */
+     atomic { next_seq++; nseq = next_seq };          /* new_call_token */
+     atomic {                                         /* take_main_rearm(new): 0 -> new */
+       if :: main_rec == 0 -> main_rec = nseq; sup = 1 :: else -> sup = 0 fi
+     };
+     if
+     :: !sup -> GIVE_UP                   /* one main-thread call is outstanding */
+     :: else ->
+        atomic { GATE_ENTER ok = accepting; if :: !ok -> GATE_LEAVE skip :: else -> skip fi };
+        if
+        :: !ok ->                         /* release_main_rearm(new) */
+           atomic { if :: main_rec == nseq -> main_rec = 0 :: else -> skip fi; BUSY_DEC }
+        :: else ->
+           atomic {                       /* move_claim_seq(old, new) */
+             if :: claim_seq == oseq -> claim_seq = nseq; mv = 1 :: else -> mv = 0 fi
+           };
+           if
+           :: !mv ->                      /* release_main_rearm(new), gate_leave */
+              atomic { if :: main_rec == nseq -> main_rec = 0 :: else -> skip fi;
+                       BUSY_DEC; GATE_LEAVE skip }
+           :: else ->
+              rearmed = 1;
+              atomic {                    /* add_call from the main thread: never lost */
+                host_call(nseq, false);
+                if
+                :: rc == 0 -> BUSY_DEC; WITNESS_HIT(15, ours_out == 3)
+                :: else -> DOWN(lost > 0)
+                fi
+              };
+              if
+              :: rc == 0 -> start_stale_clock_leave(nseq)
+              :: else ->                  /* release_main_rearm(new) */
+                 atomic { if :: main_rec == nseq -> main_rec = 0 :: else -> skip fi };
+                 refused_rearm(false)
+              fi
+           fi
+        fi
+     fi
+  :: got && !sup && !on_main -> GIVE_UP   /* already_scheduled (the clock is gone) */
+#else
+  :: got && !sup -> GIVE_UP               /* already_scheduled (the clock is gone) */
+#endif
+  :: else -> skip
+  fi;
+  atomic { got = 0; sup = 0; ok = 0; rc = 0; oseq = 0; nseq = 0; mv = 0; gb = 0 }
 }
 
+#define REARM_LOCALS bool old, ok, got, sup, mv, gb; byte rc, seq, oseq, nseq
+
 proctype producer() {
-  bool old, ok, got; byte rc, oldseq;
+  REARM_LOCALS;
 #ifndef FAST_REORDERED
-  atomic { nq++; pushed++ };              /* [litmus:wakeup.push] */
+  atomic { nq++; pushed++ };              /* push: [litmus:wakeup.push] */
   if
-  :: atomic { scheduled -> rearm_step() }; /* [litmus:wakeup.check]: fast path, */
-     rearm_rest()                         /* sampled, and the claim is stale */
-  :: scheduled -> skip                    /* fast path */
-  :: else -> schedule()                   /* slow path */
+  :: scheduled ->                         /* check_scheduled: [litmus:wakeup.check] */
+     rearm_if_stale(true, false)          /* a sampled hit: sample_stale_check */
+  :: scheduled -> skip                    /* fast path, not sampled */
+  :: else -> schedule(true)               /* slow path */
   fi;
 #else
   if                                      /* the load before the push */
   :: scheduled -> atomic { nq++; pushed++ }  /* and returns */
-  :: else -> atomic { nq++; pushed++ }; schedule()
+  :: else -> atomic { nq++; pushed++ }; schedule(true)
   fi;
 #endif
   done++
 }
 
-/* Another Python thread at API entry points: retry_schedule only. */
+/* Another Python thread at API entry points: drain_at_entry off the main
+ * thread, i.e. retry_schedule. */
 proctype retrier() {
-  bool old, ok, got; byte rc, oldseq;
+  REARM_LOCALS;
   if
+#ifndef NO_RETRIER
   :: interp == RUNNING && alive ->
 #ifdef RETRY_ENQUEUES
      /* the bug: the retry pushes the refused item once more */
@@ -436,10 +643,10 @@ proctype retrier() {
 #endif
      if
      :: nq == 0 -> skip                   /* empty_snapshot */
-     :: atomic { nq > 0 && scheduled -> rearm_step() }; rearm_rest()  /* stale */
-     :: nq > 0 && scheduled -> skip       /* not stale */
-     :: nq > 0 && !scheduled -> schedule()
+     :: nq > 0 && scheduled -> rearm_if_stale(false, false)  /* scheduled_snapshot */
+     :: nq > 0 && !scheduled -> schedule(false)
      fi
+#endif
   :: skip                                 /* no entry point on this thread */
   fi;
   done++
@@ -456,8 +663,9 @@ proctype foreign() {
 }
 
 proctype main_thread() {
-  mtype m; byte entries = ENTRIES, slot;
-  bool old, ok, got, current; byte rc, oldseq;
+  mtype m; byte entries = ENTRIES, s;
+  bool current;
+  REARM_LOCALS;
   do
   :: len(pq) > 0 -> run_pending_call()    /* the eval breaker */
   :: atomic { entries > 0 && alive && (nq > 0 || scheduled) -> entries--;
@@ -470,8 +678,7 @@ proctype main_thread() {
      :: else -> skip
      fi;
      if
-     :: atomic { scheduled -> rearm_step() }; rearm_rest()  /* stale: re-arm */
-     :: scheduled -> skip                 /* not stale */
+     :: scheduled -> rearm_if_stale(false, true)     /* scheduled_snapshot() */
      :: else -> skip
      fi
   :: len(pq) == 0 -> skip                 /* Python code; nothing to run */
@@ -519,18 +726,9 @@ init {
   }
 }
 
-/* REARM REFUSAL, a defect this model finds in the reference (liveness,
- * no lost call needed): a re-armer sets claim_seq_ to its new token before
- * Py_AddPendingCall; the older call runs in between, sees itself superseded
- * and drains without clearing scheduled_; then the host refuses the re-arm's
- * call and claim_seq_ goes back to the old call, which has already run.
- * scheduled_ stays set with no call outstanding: every later producer takes
- * the fast path, and items wait for an entry point or a sampled stale
- * re-arm (check rearm_refusal in tests/model/run.py). */
-
 /* Liveness, checked with weak fairness (pan -a -f): while the interpreter
  * runs, an item in head_ is eventually taken, unless a refusal left it to the
- * next entry point (owed) or a lost call to the next chance to re-arm
+ * next entry point (owed) or a lost call to the next look at the claim
  * (down).  Stated on nq because items are interchangeable for this property
  * and each one is pushed once. */
 #ifdef LIVENESS
