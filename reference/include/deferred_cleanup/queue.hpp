@@ -488,16 +488,22 @@ class BasicQueue {
   /// leaving a third call behind.
   ///
   /// Thread: the re-armer, or the main thread in the pending call.
-  /// Memory ordering: relaxed CAS: mutual exclusion on one location; the
-  /// clear of scheduled_ that follows is seq_cst.
+  /// Memory ordering: acq_rel CAS, acquire on failure.  A re-armer records
+  /// the call it supersedes (take_supersede(), take_main_rearm()) before it
+  /// moves the claim; a running call that finds the claim moved (its CAS
+  /// fails, reading the re-armer's value) therefore sees that record in its
+  /// next load (call_ran()).  The clear of scheduled_ that follows a won
+  /// move is seq_cst.
   /// Errors: none.
-  /// Source: this project.
+  /// Source: this project; the race is the model's trail "a re-arm overtakes
+  /// the claim's call while it runs" (tests/model/deferred_cleanup.pml).
   /// @param expected the claim's call the caller saw
   /// @param desired the new claim's call, or 0 for none
   /// @return true if the claim moved
   bool move_claim_seq(std::uint64_t expected, std::uint64_t desired) noexcept {
-    // Mutual exclusion on one location; orders nothing else.
-    return claim_seq_.compare_exchange_strong(expected, desired, std::memory_order_relaxed);
+    // release: publishes the caller's record; acquire: sees the winner's.
+    return claim_seq_.compare_exchange_strong(expected, desired, std::memory_order_acq_rel,
+                                              std::memory_order_acquire);
   }
 
   /// The sequence number of the current claim's call.
@@ -597,8 +603,19 @@ class BasicQueue {
   /// the main thread's call (main_seq_).  Only the recorded number is cleared
   /// (a CAS), never one a concurrent re-arm has just taken.
   ///
+  /// The claim is taken back before the records are read.  Read the
+  /// other way round, a re-arm could record this very call as superseded and
+  /// move the claim after the record was read but before the claim move:
+  /// this call would then drain as a superseded call and leave its own
+  /// number recorded, and with the re-arm's call lost nothing newer would
+  /// ever clear it (spin's trail, tests/model: liveness with one lost call).
+  /// Claim first, either the claim move wins (the re-arm's move fails and it
+  /// gives its record back) or the re-arm's move won, and then its record is
+  /// visible here (move_claim_seq()) and cleared by the FIFO rule.
+  ///
   /// Thread: main thread, in the pending call.  Never blocks.
-  /// Memory ordering: relaxed (see take_supersede()).
+  /// Memory ordering: the claim move is acq_rel/acquire (move_claim_seq());
+  /// the records and ran_max_seq_ are relaxed (see take_supersede()).
   /// Errors: none.
   /// Source: Python/ceval_gil.c v3.12.0 (_push_pending_call and
   /// _pop_pending_call: a ring buffer, first in, first out).
@@ -607,9 +624,13 @@ class BasicQueue {
   ///         scheduled_); false for a superseded call (it only drains)
   bool call_ran(std::uint64_t seq) noexcept {
     std::uint64_t r = ran_max_seq_.load(std::memory_order_relaxed);  // heuristic
-    // Highest number that ran; only the main thread writes it.
+    // Highest number that ran; only the main thread writes it.  Before the
+    // claim move, so a refused re-arm that moves the claim back afterwards
+    // sees that this call ran (ran_at_least()) and gives the claim back.
     while (seq > r && !ran_max_seq_.compare_exchange_weak(r, seq, std::memory_order_relaxed)) {
     }
+    // Then the claim, before the records: the claim's call takes it back.
+    const bool claims = move_claim_seq(seq, 0);
     std::uint64_t s = superseded_seq_.load(std::memory_order_relaxed);  // heuristic
     if (s != 0 && seq >= s) {
       // FIFO: the superseded call is gone; clear only that number.
@@ -620,7 +641,7 @@ class BasicQueue {
       // FIFO: the main thread's call is gone; clear only that number.
       main_seq_.compare_exchange_strong(m, 0, std::memory_order_relaxed);
     }
-    return move_claim_seq(seq, 0);  // the claim's call takes the claim back
+    return claims;
   }
 
   /// Whether a call numbered `seq` or higher has run (FIFO: then call `seq`
