@@ -31,11 +31,12 @@ def _released(path):
 
 
 @pytest.mark.parametrize("mode,runs", [("last-line", RUNS_LAST_LINE), ("atexit-before", 3),
-                                       ("finalize-before", 3), ("atexit-after", 3)])
+                                       ("finalize-before", 3), ("atexit-after", 3), ("drop-before", 3)])
 def test_graph_destroyed_at_exit_releases_every_payload(scenario, tmp_path, mode, runs):
     """200 payloads of a graph destroyed on the script's last line (or by an
-    exit handler registered before or after the import) are all released,
-    on the main thread, with no test-only wait, in every run."""
+    exit handler registered before or after the import, with destroy() or by
+    dropping the graph's last reference) are all released, on the main
+    thread, with no test-only wait, in every run."""
     for run in range(runs):
         path = tmp_path / f"released-{run}.json"
         out = scenario("exit_last_line", "200", mode, str(path))

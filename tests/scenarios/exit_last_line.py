@@ -7,7 +7,10 @@ usage: exit_last_line.py N MODE
                        package's own handlers in plain LIFO order);
   MODE finalize-before a weakref.finalize created before the import destroys
                        it at exit (weakref's atexit hook, registered first);
-  MODE atexit-after    an atexit handler registered after the import.
+  MODE atexit-after    an atexit handler registered after the import;
+  MODE drop-before     an atexit handler registered before the import drops
+                       the last reference to the graph (never destroy()):
+                       the graph is destroyed by its deallocation.
 Each payload's finalizer records the thread it ran on; the result file
 (argv[3]) gets {"released": n, "off_main": k} from the last cleanup.  The
 Py_AtExit backstop writes the counters (DC_STATS_AT_EXIT).
@@ -31,8 +34,14 @@ def destroy():
     holder["graph"].destroy()
 
 
+def drop():
+    holder.clear()  # the last reference: the graph object is deallocated here
+
+
 if mode == "atexit-before":
     atexit.register(destroy)
+elif mode == "drop-before":
+    atexit.register(drop)
 elif mode == "finalize-before":
     anchor = Anchor()
     weakref.finalize(anchor, destroy)
@@ -61,3 +70,5 @@ holder["graph"] = g
 print(json.dumps({"created": n}), flush=True)
 if mode == "last-line":
     g.destroy()
+elif mode == "drop-before":
+    del g  # holder["graph"] is now the only reference
