@@ -87,5 +87,11 @@ def test_entry_points_inside_a_busy_loop(variant):
     if variant == "reference" or not starved:
         assert r["during"] == 32, r
     else:
-        assert r["during"] == 0, f"{variant} retries only schedule(): nothing runs while the call starves: {r}"
+        # The comparison variants' entry points only call schedule().  Once a
+        # destructor thread holds the claim, its call starves (gh-95820) and
+        # nothing more is released during the loop; a poll() that wins the
+        # claim first adds the call from the main thread, which does run, so
+        # how many are released before a foreign claim sticks is a race (0 on
+        # this 2-core machine, 11 of 32 on a 16-core host: notes/gpu-run.md).
+        assert r["during"] < 32, f"{variant} retries only schedule(): the starving call holds the rest: {r}"
     assert r["after"] == 32, r
