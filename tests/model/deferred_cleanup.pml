@@ -1,9 +1,12 @@
 /*
  * deferred_cleanup.pml: a Promela model of the reference's deferred-cleanup
  * protocol (ReferencePolicy in reference/include/deferred_cleanup/policy.hpp),
- * with the re-arm rule of scheduling.hpp as of commit c9dd66c (stale clock
- * started after the add, the claim moved by CAS, the superseded call recorded
- * by number, a refused re-arm whose old call ran gives the claim back).
+ * with the re-arm rule of scheduling.hpp and queue.hpp as of commit 5c53945
+ * (stale clock started after the add, the claim moved by CAS, the superseded
+ * call recorded by number, a refused re-arm whose old call ran gives the
+ * claim back, a caller that may not re-arm leaves or gives back the claim's
+ * clock, the main thread's re-arm past the bound, call_ran taking the claim
+ * back before it reads the records).
  *
  * What is modelled (reference/include/deferred_cleanup/*.hpp), one Promela
  * step per shared access of the code unless a comment says why two are one:
@@ -40,22 +43,36 @@
  *                Py_AddPendingCall, _PyThreadState_GET()).
  *   claim clock  claimed_at_ns_ is `clk`, 0 or "running": time is not
  *                modelled, so "now - claimed_at >= stale bound" is a
- *                nondeterministic choice of the caller of rearm_if_stale; the
- *                load of claimed_at and take_stale_claim's CAS are one step
- *                (a CAS that fails changes nothing, which is the "not stale"
- *                branch; the clock values of the code are distinct, so no
- *                ABA is left out).
- *   re-arm       rearm_if_stale (scheduling.hpp), step by step: take_stale_claim,
- *                claim_seq(), scheduled_snapshot(), take_supersede(old),
- *                gate_enter, new_call_token, move_claim_seq(old, new),
- *                add_call; accepted: start_stale_clock(new); refused:
- *                release_supersede, move_claim_seq(new, old), ran_at_least(old)
- *                and move_claim_seq(old, 0) (then unclaim, gate_leave and
- *                schedule() again), else start_stale_clock(old); gate_leave.
+ *                nondeterministic choice of the caller of rearm_if_stale;
+ *                take_stale_claim's CAS compares with "running", not with
+ *                the stamp read (see rearm_if_stale below).
+ *   re-arm       rearm_if_stale(q, main_entry) (scheduling.hpp), step by
+ *                step, as numbered in its comment: 1 the clock (0: return;
+ *                "not stale yet"); 2 superseded() and main_rearmed(): a
+ *                superseded call recorded and not (main_entry and no call of
+ *                the main thread recorded): return, the clock untouched;
+ *                3 take_stale_claim; 4 claim_seq(), scheduled_snapshot()
+ *                (0 or clear: return, the clock left at 0); 5
+ *                take_supersede(old) = within; not within and not
+ *                main_entry: give the stamp back (start_stale_clock(old,
+ *                seen)), return; 6 gate_enter (closed: release_supersede if
+ *                within, return); 7 new_call_token (new); not within:
+ *                take_main_rearm(new) (fails: gate_leave, give the stamp
+ *                back, return); 8 move_claim_seq(old, new) (fails: release
+ *                the record, gate_leave, return); 9 add_call (a producer's
+ *                may be lost, the main thread's never); accepted:
+ *                start_stale_clock(new); refused: release the record,
+ *                move_claim_seq(new, old), ran_at_least(old) and
+ *                move_claim_seq(old, 0) (then unclaim, gate_leave and
+ *                schedule() again), else start_stale_clock(old); 10
+ *                gate_leave.  main_entry is true only at a main-thread entry
+ *                point outside a drain (drain_at_entry); producers and the
+ *                retrier pass false.
  *   main         the CPython main thread.  It runs queued pending calls (the
  *                eval breaker; drain.hpp, pending_call): call_ran (ran_max,
- *                clear the superseded record if this call is as new, move the
- *                claim seq -> 0), then, for the claim's call only,
+ *                then move the claim seq -> 0, then clear the superseded and
+ *                the main thread's record if this call is as new: load, then
+ *                CAS s -> 0), then, for the claim's call only,
  *                set_claimed_at(0) and the clear of scheduled_, then take
  *                until empty (clear_then_take).  It may hit API entry points
  *                (drain_at_entry: a direct drain when the queue is non-empty,
@@ -69,20 +86,9 @@
  *                drain_at_entry off the main thread; scheduling.hpp,
  *                retry_schedule).
  *
- * Option MAIN_REARM (off by default): the main-thread re-arm past the bound,
- * as briefed for the branch rearm-main (scheduling.hpp there is still being
- * written; the lead reconciles the details).  The steps modelled: in
- * rearm_if_stale on the main thread, after take_stale_claim, claim_seq() and
- * scheduled_snapshot() succeeded and take_supersede(old) failed (a superseded
- * call is still recorded): new_call_token (new), take_main_rearm(new)
- * (main_seq_ 0 -> new; fails: return), gate_enter (closed:
- * release_main_rearm, return), move_claim_seq(old, new) (fails:
- * release_main_rearm, gate_leave, return), add_call from the main thread
- * (never lost); accepted: start_stale_clock(new); refused:
- * release_main_rearm(new) (a CAS new -> 0) and then exactly the refused
- * re-arm's steps above.  call_ran also clears main_seq_ when a call with that
- * number or a newer one runs (load, then CAS m -> 0).  At most three of our
- * calls are then queued.
+ * With the main thread's re-arm (the default; NO_MAIN_REARM takes it out) at
+ * most three of our calls are queued: the claim's call, a superseded one and
+ * the main thread's call past the bound.
  *
  * Items are interchangeable for every property checked here, so head_ is a
  * count (nq) and exactly-once is checked by counting: no cleanup beyond the
@@ -107,17 +113,10 @@
  *   LOST           pending calls the host may lose (default 0)
  *   LOST_APART     a further lost call only after a call newer than the last
  *                  lost one ran: no two losses in a row (the liveness
- *                  assumption of the rule without MAIN_REARM)
- *   MAIN_REARM     the main-thread re-arm past the bound (above)
+ *                  assumption of the rule without the main thread's re-arm)
+ *   NO_MAIN_REARM  main_entry is always false: the rule within the bound only
  *   NO_RETRIER     the second Python thread never reaches an entry point
  *                  (smaller runs; the producers and the main thread remain)
- * Proposed changes of the rule (not the C++ code; to test a fix of the
- * defects spin finds, see tests/test_model.py KNOWN_DEFECT):
- *   CLAIM_FIRST    call_ran moves the claim (seq -> 0) before it looks at
- *                  the superseded record, so a re-arm that wins the claim
- *                  from a running call leaves a record this call clears;
- *   KEEP_CLOCK     a look that took the stale claim and then finds a
- *                  superseded call recorded restarts the claim's clock.
  * Negative variants; spin must find a counterexample for each:
  *   LOST_WAKEUP    the pending call takes first and clears scheduled_ after
  *                  the drain, with no re-check (liveness: an item stranded);
@@ -127,16 +126,24 @@
  *                  shutdown does not wait (a pending call after teardown);
  *   RETRY_ENQUEUES a retry pushes the refused item again (cleaned twice);
  *   NO_REARM       a stale claim is never re-armed: with LOST >= 1 a lost
- *                  call leaves scheduled_ set for good (liveness).
- * Witnesses (-DWITNESS=k, 1..15): one behaviour each that the verified model
+ *                  call leaves scheduled_ set for good (liveness);
+ *   RECORDS_FIRST  call_ran reads the records before it moves the claim (the
+ *                  rule before commit 5c53945): a re-arm can record the
+ *                  running call as superseded and win the claim from it, and
+ *                  the record stays (liveness, with the retrier);
+ *   DROP_CLOCK     no step 2 and no give-back (the rule before commit
+ *                  e9c0da5): a look that took the stale claim and may not
+ *                  re-arm leaves its clock at 0, so that claim is never
+ *                  stale again (liveness, with the retrier).
+ * Witnesses (-DWITNESS=k, 1..17): one behaviour each that the verified model
  * must be able to reach; spin must find the assertion that marks it, which
  * shows the model is not vacuous (see WITNESS_HIT below and test_model.py).
  *
  * Properties:
  *   safety     assertions: no pending call added and no cleanup after
  *              teardown; no cleanup after the host died; never more cleanups
- *              than items; at most two of our pending calls queued (three
- *              with MAIN_REARM), and at most one unless a stale claim was
+ *              than items; at most three of our pending calls queued (two
+ *              with NO_MAIN_REARM), and at most one unless a stale claim was
  *              re-armed; at the end every item cleaned once or leaked.  pan
  *              also reports invalid end states (a shutdown that waits for
  *              ever).
@@ -156,9 +163,13 @@
  * the next look at a stale claim (the ghost `down`: set when a call is lost
  * or a re-arm refused, cleared at a look, i.e. a caller of rearm_if_stale that
  * finds the claim stale or its clock not running, while none of our calls is
- * queued (a queued one runs first and may clear scheduled_ or the superseded
- * record) and no caller is between its add and its start_stale_clock or
- * inside a re-arm (`busy`: the clock is 0 for a moment there by design).
+ * queued or running up to the end of its call_ran (`inrun`; a queued one runs
+ * first and may clear scheduled_ or the records) and no caller is between its
+ * add and its start_stale_clock or inside a re-arm (`busy`: the clock is 0
+ * for a moment there by design).  A look counts whether or not the rule lets
+ * that caller re-arm, except with two losses in a row (LOST >= 2 without
+ * LOST_APART), where only the main thread's look counts: past the bound of
+ * two only the main thread re-arms, by design.
  */
 
 #ifndef N
@@ -179,11 +190,14 @@
 #ifndef WITNESS
 #define WITNESS 0
 #endif
-#ifdef MAIN_REARM
+#ifndef NO_MAIN_REARM
 #define MAX_OURS 3
+#define MAIN_ON 1             /* drain_at_entry passes main_entry = !draining() */
 #else
 #define MAX_OURS 2
+#define MAIN_ON 0             /* the main thread re-arms like everyone else */
 #endif
+#define ME(on_main) (on_main && MAIN_ON)   /* rearm_if_stale's main_entry */
 #ifdef LOST_APART
 /* A further call may be lost only after a call newer than the last lost one
  * ran (by FIFO, after the lost call's re-armed successor ran): an older call
@@ -214,9 +228,7 @@ byte claim_seq = 0;   /* claim_seq_: the claim's call, 0 for none */
 byte superseded = 0;  /* superseded_seq_: the superseded call, 0 for none */
 byte ran_max = 0;     /* ran_max_seq_: highest number that ran */
 bool clk = 0;         /* claimed_at_ns_ != 0: the claim's stale clock runs */
-#ifdef MAIN_REARM
 byte main_rec = 0;    /* main_seq_: the main thread's call past the bound */
-#endif
 
 /* The interpreter. */
 byte interp = RUNNING;
@@ -242,13 +254,17 @@ byte busy = 0;        /* callers between a successful add and their
 #define DOWN(v) down = v
 #define BUSY_INC busy++
 #define BUSY_DEC busy--
-/* A look at the claim that the rule must use (see the header).  With
- * MAIN_REARM only the main thread's look counts: two losses in a row are
- * past the bound of two for every other caller, by design. */
-#ifdef MAIN_REARM
-#define CHANCE(on_main) if :: on_main && ours_out == 0 && busy == 0 -> down = 0 :: else -> skip fi
+#define INRUN(v) inrun = v
+bool inrun = 0;       /* the main thread runs one of our calls, up to the end
+                         of call_ran: that call counts as still queued */
+/* A look at the claim that the rule must use (see the header): any look
+ * when at most one call was lost, or two not in a row; with two in a row
+ * (past the bound of two for every other caller, by design) only the main
+ * thread's look. */
+#if defined(LOST_APART) || LOST < 2
+#define CHANCE(on_main) if :: ours_out == 0 && !inrun && busy == 0 -> down = 0 :: else -> skip fi
 #else
-#define CHANCE(on_main) if :: ours_out == 0 && busy == 0 -> down = 0 :: else -> skip fi
+#define CHANCE(on_main) if :: on_main && ours_out == 0 && !inrun && busy == 0 -> down = 0 :: else -> skip fi
 #endif
 #else
 /* Ghosts of the liveness claim (and of RETRY_ENQUEUES's bug) only: left out
@@ -258,6 +274,7 @@ byte busy = 0;        /* callers between a successful add and their
 #define BUSY_INC skip
 #define BUSY_DEC skip
 #define CHANCE(on_main) skip
+#define INRUN(v) skip
 #endif
 byte batches = 0;     /* non-empty takes within the current drain_all */
 byte done = 0;        /* producers and helper threads that finished */
@@ -310,15 +327,15 @@ inline run_pending_call() {
     pq?m,seq;
     if
     :: m == OURS ->
-       ours_out--;
+       ours_out--; INRUN(1);
        if :: seq > ran_max -> ran_max = seq :: else -> skip fi
     :: else -> seq = 0                    /* a foreign pending call */
     fi
   };
   if
   :: m == OURS ->
-#ifdef CLAIM_FIRST
-     atomic {                             /* (proposed) move_claim_seq(seq, 0) first */
+#ifndef RECORDS_FIRST
+     atomic {                             /* call_ran: move_claim_seq(seq, 0) */
        if
        :: claim_seq == seq -> claim_seq = 0; current = 1
        :: else -> current = 0
@@ -326,25 +343,38 @@ inline run_pending_call() {
      };
 #endif
      s = superseded;                      /* call_ran: load superseded_seq_ */
-     if
-     :: s != 0 && seq >= s ->             /* FIFO: it is gone; CAS s -> 0 */
-        atomic { if :: superseded == s -> superseded = 0 :: else -> skip fi }
-     :: else -> skip
-     fi;
-#ifdef MAIN_REARM
-     s = main_rec;                        /* call_ran: load main_seq_ */
-     if
-     :: s != 0 && seq >= s ->             /* FIFO: the main thread's call is gone */
-        atomic { if :: main_rec == s -> main_rec = 0 :: else -> skip fi }
-     :: else -> skip
-     fi;
+     atomic {                             /* FIFO: if s != 0 and seq >= s it is gone: CAS s -> 0 */
+       if
+       :: s != 0 && seq >= s -> if :: superseded == s -> superseded = 0 :: else -> skip fi
+       :: else -> skip
+       fi;
+#if defined(NO_MAIN_REARM) && !defined(RECORDS_FIRST)
+       INRUN(0)                           /* call_ran returns */
+#else
+       skip
 #endif
-#ifndef CLAIM_FIRST
-     atomic {                             /* call_ran: move_claim_seq(seq, 0) */
+     };
+#ifndef NO_MAIN_REARM
+     s = main_rec;                        /* call_ran: load main_seq_ */
+     atomic {                             /* FIFO: the main thread's call is gone */
+       if
+       :: s != 0 && seq >= s -> if :: main_rec == s -> main_rec = 0 :: else -> skip fi
+       :: else -> skip
+       fi;
+#ifndef RECORDS_FIRST
+       INRUN(0)                           /* call_ran returns */
+#else
+       skip
+#endif
+     };
+#endif
+#ifdef RECORDS_FIRST
+     atomic {                             /* the old order: the claim after the records */
        if
        :: claim_seq == seq -> claim_seq = 0; current = 1
        :: else -> current = 0
-       fi
+       fi;
+       INRUN(0)
      };
 #endif
      if
@@ -385,7 +415,7 @@ inline host_call(num, by_producer) {
   if
   :: len(pq) < K ->
      pq!OURS,num; ours_out++; OWED(0); rc = 0; BUSY_INC;
-     assert(ours_out <= MAX_OURS);        /* at most two (three) queued */
+     assert(ours_out <= MAX_OURS);        /* at most three (two: NO_MAIN_REARM) */
      assert(ours_out <= 1 || rearmed)     /* and one unless a stale claim was re-armed */
   :: by_producer && lost < LOST && LOSS_ALLOWED ->  /* accepted, never run */
      lost++; lost_seq = num; DOWN(1); rc = 0; BUSY_INC;
@@ -480,27 +510,63 @@ inline refused_rearm(by_producer) {
   fi
 }
 
-/* A look that took the stale claim and then fails take_supersede (or, with
- * MAIN_REARM, take_main_rearm) returns already_scheduled with claimed_at_ns_
- * left at 0: that claim is never stale again.  KEEP_CLOCK (a proposal, not
- * the C++ rule) puts the clock back. */
-#ifdef KEEP_CLOCK
-#define GIVE_UP atomic { if :: !clk && claim_seq == oseq -> clk = 1 :: else -> skip fi; BUSY_DEC }
+/* queue.hpp, start_stale_clock(old, seen) on the paths where a caller that
+ * took the stale claim may not re-arm it (steps 5 and 7 of the rule): load
+ * claim_seq_; if it is still `num`, CAS claimed_at_ns_ 0 -> seen, the stamp
+ * taken, so the claim is stale again at once.  The caller stops being busy.
+ * DROP_CLOCK (the rule before the fix; a negative variant) leaves the clock
+ * at 0 instead: that claim is never stale again. */
+#ifndef DROP_CLOCK
+inline give_back_clock(num) {
+  if
+  :: atomic { claim_seq != num -> BUSY_DEC }   /* it ran, or moved on */
+  :: claim_seq == num ->
+     atomic { if :: !clk -> clk = 1; WITNESS_HIT(16, true) :: else -> skip fi; BUSY_DEC }
+  fi
+}
 #else
-#define GIVE_UP BUSY_DEC
+#define give_back_clock(num) BUSY_DEC
 #endif
 
-/* scheduling.hpp, rearm_if_stale, entered by a caller that has just read
- * scheduled_ set (a producer's sampled fast-path hit, an entry point's
- * snapshot).  The first step is the look: the claimed_at load and
- * take_stale_claim's CAS (one step, see "claim clock" above), or "not stale
- * yet", which is always possible (time is not modelled).  After a successful
- * take the caller is busy until it restarts a clock or leaves. */
+/* release_supersede (within the bound) or release_main_rearm(new) (past it). */
+#define RELEASE_RECORD if :: sup -> superseded = 0 :: else -> if :: main_rec == nseq -> main_rec = 0 :: else -> skip fi fi
+
+/* scheduling.hpp, rearm_if_stale(q, main_entry), entered by a caller that has
+ * just read scheduled_ set (a producer's sampled fast-path hit, an entry
+ * point's snapshot).  on_main: the caller is the main thread at an entry
+ * point, outside a drain; main_entry is ME(on_main) (false with
+ * NO_MAIN_REARM); on_main also says whose look counts for `down` (CHANCE).
+ * Steps 1-3 of the rule: claimed_at() (0: return) and the stale test, the
+ * loads of superseded() and main_rearmed() (one step, `pass`: main_seq_ is
+ * written only by the main thread, so for the main thread the two loads
+ * read what one would), then take_stale_claim.  claimed_at_ns_ is "running
+ * or not" here, so the CAS is modelled as "still running -> 0", not as a
+ * compare with the stamp read: where the code's CAS fails because another
+ * stamp was written meanwhile, the model may take that stamp (more
+ * behaviours, none fewer); its failure branch is also kept.  "Not stale
+ * yet" is always possible (time is not modelled).  After a successful take
+ * the caller is busy until it restarts or gives back a clock, or leaves. */
 inline rearm_if_stale(by_producer, on_main) {
   if
-  :: atomic { clk -> clk = 0; CHANCE(on_main); BUSY_INC; got = 1 }   /* stale: take_stale_claim */
-  :: atomic { !clk -> CHANCE(on_main); got = 0 }                    /* seen == 0: no clock */
-  :: got = 0                                               /* not stale yet */
+  :: atomic { !clk -> CHANCE(on_main); got = 0 }   /* seen == 0: no clock */
+  :: got = 0                                       /* not stale yet */
+  :: clk ->
+     atomic {                                      /* step 2 */
+#ifndef DROP_CLOCK
+       pass = (superseded == 0 || (ME(on_main) && main_rec == 0));
+#else
+       pass = 1;                                   /* the old rule: no such step */
+#endif
+       if :: !pass -> CHANCE(on_main) :: else -> skip fi
+     };
+     if
+     :: pass ->
+        if
+        :: atomic { clk -> clk = 0; CHANCE(on_main); BUSY_INC; got = 1 }  /* take_stale_claim */
+        :: got = 0                                 /* the CAS fails: the clock changed */
+        fi
+     :: else -> got = 0                            /* at the bound: the claim left alone */
+     fi
   fi;
   WITNESS_HIT(9, got && lost > 0);
 #ifdef NO_REARM
@@ -511,100 +577,76 @@ inline rearm_if_stale(by_producer, on_main) {
      oseq = claim_seq;                    /* claim_seq() */
      if
      :: oseq == 0 -> got = 0
+     :: else -> if :: !scheduled -> got = 0 :: else -> skip fi   /* scheduled_snapshot() */
+     fi;
+     if
+     :: !got -> BUSY_DEC                  /* already_scheduled; the clock stays at 0 */
      :: else ->
-        if :: !scheduled -> got = 0 :: else -> skip fi;   /* scheduled_snapshot() */
+        atomic {                          /* take_supersede(old): 0 -> old */
+          if :: superseded == 0 -> superseded = oseq; sup = 1 :: else -> sup = 0 fi
+        };
         if
-        :: got ->
-           atomic {                       /* take_supersede(old): 0 -> old */
-             if :: superseded == 0 -> superseded = oseq; sup = 1 :: else -> sup = 0 fi
-           }
+        :: !sup && !ME(on_main) ->        /* step 5: give the stale claim back */
+           WITNESS_HIT(17, true);
+           give_back_clock(oseq); got = 0
         :: else -> skip
         fi
-     fi;
-     if :: !got -> BUSY_DEC :: else -> skip fi   /* already_scheduled */
+     fi
   :: else -> skip
   fi;
   if
-  :: got && sup ->
-     atomic { GATE_ENTER ok = accepting; if :: !ok -> GATE_LEAVE skip :: else -> skip fi };  /* gate_enter */
+  :: got ->                               /* step 6: gate_enter */
+     atomic { GATE_ENTER ok = accepting; if :: !ok -> GATE_LEAVE skip :: else -> skip fi };
      if
-     :: !ok -> atomic { superseded = 0; BUSY_DEC }    /* release_supersede; not_accepting */
+     :: !ok ->                            /* not_accepting: release_supersede if within */
+        atomic { if :: sup -> superseded = 0 :: else -> skip fi; BUSY_DEC }; got = 0
      :: else ->
         atomic { next_seq++; nseq = next_seq };       /* new_call_token */
-        atomic {                                      /* move_claim_seq(old, new) */
-          if :: claim_seq == oseq -> claim_seq = nseq; mv = 1 :: else -> mv = 0 fi
-        };
         if
-        :: !mv ->                         /* the claim's call ran meanwhile */
-           WITNESS_HIT(14, true);
-           atomic { superseded = 0; BUSY_DEC; GATE_LEAVE skip }  /* release_supersede, gate_leave */
-        :: else ->
-           rearmed = 1;
-           atomic {                       /* add_call */
-             host_call(nseq, by_producer);
-             if
-             :: rc == 0 -> BUSY_DEC;      /* busy once, until start_stale_clock */
-                WITNESS_HIT(10, ours_out == 2)
-             :: else -> DOWN(lost > 0)    /* refused: wait for the next look */
-             fi
+        :: !sup ->                        /* step 7: take_main_rearm(new): 0 -> new */
+           atomic {
+             if :: main_rec == 0 -> main_rec = nseq; mr = 1 :: else -> mr = 0 fi;
+             if :: !mr -> GATE_LEAVE skip :: else -> skip fi   /* fails: gate_leave */
            };
-           if
-           :: rc == 0 -> start_stale_clock_leave(nseq)
-           :: else ->
-              superseded = 0;             /* release_supersede */
-              refused_rearm(by_producer)
-           fi
+           if :: !mr -> give_back_clock(oseq); got = 0 :: else -> skip fi
+        :: else -> skip
         fi
      fi
-#ifdef MAIN_REARM
-  :: got && !sup && on_main ->            /* past the bound: the main thread's own call */
-     atomic { next_seq++; nseq = next_seq };          /* new_call_token */
-     atomic {                                         /* take_main_rearm(new): 0 -> new */
-       if :: main_rec == 0 -> main_rec = nseq; sup = 1 :: else -> sup = 0 fi
-     };
-     if
-     :: !sup -> GIVE_UP                   /* one main-thread call is outstanding */
-     :: else ->
-        atomic { GATE_ENTER ok = accepting; if :: !ok -> GATE_LEAVE skip :: else -> skip fi };
-        if
-        :: !ok ->                         /* release_main_rearm(new) */
-           atomic { if :: main_rec == nseq -> main_rec = 0 :: else -> skip fi; BUSY_DEC }
-        :: else ->
-           atomic {                       /* move_claim_seq(old, new) */
-             if :: claim_seq == oseq -> claim_seq = nseq; mv = 1 :: else -> mv = 0 fi
-           };
-           if
-           :: !mv ->                      /* release_main_rearm(new), gate_leave */
-              atomic { if :: main_rec == nseq -> main_rec = 0 :: else -> skip fi;
-                       BUSY_DEC; GATE_LEAVE skip }
-           :: else ->
-              rearmed = 1;
-              atomic {                    /* add_call from the main thread: never lost */
-                host_call(nseq, false);
-                if
-                :: rc == 0 -> BUSY_DEC; WITNESS_HIT(15, ours_out == 3)
-                :: else -> DOWN(lost > 0)
-                fi
-              };
-              if
-              :: rc == 0 -> start_stale_clock_leave(nseq)
-              :: else ->                  /* release_main_rearm(new) */
-                 atomic { if :: main_rec == nseq -> main_rec = 0 :: else -> skip fi };
-                 refused_rearm(false)
-              fi
-           fi
-        fi
-     fi
-  :: got && !sup && !on_main -> GIVE_UP   /* already_scheduled (the clock is gone) */
-#else
-  :: got && !sup -> GIVE_UP               /* already_scheduled (the clock is gone) */
-#endif
   :: else -> skip
   fi;
-  atomic { got = 0; sup = 0; ok = 0; rc = 0; oseq = 0; nseq = 0; mv = 0; gb = 0 }
+  if
+  :: got ->
+     atomic {                             /* step 8: move_claim_seq(old, new) */
+       if :: claim_seq == oseq -> claim_seq = nseq; mv = 1 :: else -> mv = 0 fi
+     };
+     if
+     :: !mv ->                            /* the claim's call ran meanwhile */
+        WITNESS_HIT(14, true);
+        atomic { RELEASE_RECORD; BUSY_DEC; GATE_LEAVE skip }  /* release, gate_leave */
+     :: else ->
+        rearmed = 1;
+        atomic {                          /* step 9: add_call (the main thread's is never lost) */
+          host_call(nseq, by_producer);
+          if
+          :: rc == 0 -> BUSY_DEC;         /* busy once, until start_stale_clock */
+             WITNESS_HIT(10, ours_out == 2);
+             WITNESS_HIT(15, ours_out == 3)
+          :: else -> DOWN(lost > 0)       /* refused: wait for the next look */
+          fi
+        };
+        if
+        :: rc == 0 -> start_stale_clock_leave(nseq)
+        :: else ->
+           atomic { RELEASE_RECORD };     /* release_supersede / release_main_rearm(new) */
+           refused_rearm(by_producer)
+        fi
+     fi
+  :: else -> skip
+  fi;
+  atomic { got = 0; sup = 0; ok = 0; rc = 0; oseq = 0; nseq = 0; mv = 0; gb = 0; pass = 0; mr = 0 }
 }
 
-#define REARM_LOCALS bool old, ok, got, sup, mv, gb; byte rc, seq, oseq, nseq
+#define REARM_LOCALS bool old, ok, got, sup, mv, gb, pass, mr; byte rc, seq, oseq, nseq
 
 proctype producer() {
   REARM_LOCALS;

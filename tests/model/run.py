@@ -54,60 +54,49 @@ def _base(n: int, k: int, lost: int = 0) -> tuple[str, ...]:
 
 
 # Sizes: two producers, the retrier, one entry point and the foreign caller.
-# Since the model follows the current re-arm rule step by step (commit
-# c9dd66c: about twice the steps per call of the 2dd2c4b model) a run with
-# the retrier and lost calls stores tens of millions of states, so most
-# checks leave the retrier out (suffix _nr, macro NO_RETRIER: two producers,
-# the main thread and the foreign caller) and keep every check under about a
-# minute on two shared cores.  The retrier is what finds the defect of
-# KNOWN_DEFECT (a third thread that claims while two others re-arm), and
-# safety_n2_k1 and liveness_n2_norefusal keep it.  Checks marked by_hand
-# take minutes; test_model.py runs them only with DC_MODEL_SLOW=1.
+# The model follows the current re-arm rule step by step, and a run with the
+# retrier and lost calls stores tens of millions of states, so most checks
+# leave the retrier out (suffix _nr, macro NO_RETRIER: two producers, the
+# main thread and the foreign caller) and keep every check under about a
+# minute on two shared cores.  The retrier (a third thread that claims or
+# looks while the others re-arm) is what found the two defects of the rule
+# before commits 5c53945 and e9c0da5 (negative variants records_first and
+# drop_clock).  safety_n2_k1 and liveness_n2_norefusal_lost1 keep it (about a
+# minute each); the other runs with it take minutes and are by_hand:
+# test_model.py runs them only with DC_MODEL_SLOW=1.
 _NR = ("NO_RETRIER",)
+_LIVE = ("FOREIGN=0", "LIVENESS")
 CHECKS: list[Check] = [
     Check("safety_n2_k1", _base(2, 1),
           why="exactly once or leaked; nothing after teardown; at most one outstanding pending call"),
     Check("safety_n2_k1_lost1_nr", _base(2, 1, 1) + _NR,
           why="as safety_n2_k1, with a lost call and the re-arm"),
     Check("safety_n2_k2_lost1_nr", _base(2, 2, 1) + _NR,
-          why="with room for two of our calls: at most two outstanding"),
+          why="with room for two of our calls: at most two outstanding unless the main thread re-armed"),
     Check("safety_n2_k2_lost2_nr", _base(2, 2, 2) + _NR,
           why="safety holds whatever the host loses"),
-    Check("safety_n2_k3_lost2_main_nr", _base(2, 3, 2) + _NR + ("MAIN_REARM",),
-          why="MAIN_REARM, two losses, room for three: at most three outstanding"),
+    Check("safety_n2_k3_lost2_nr", _base(2, 3, 2) + _NR,
+          why="two losses, room for three: at most three outstanding (the main thread's re-arm)"),
     Check("liveness_n2_k1_norearm_nr", _base(2, 1) + ("LIVENESS", "NO_REARM") + _NR, liveness=True,
           why="no lost call and no re-arm: the fast path, refusals and clear-then-take never strand an item"),
-    Check("liveness_n2_norefusal", _base(2, 3) + ("FOREIGN=0", "LIVENESS"), liveness=True,
-          why="with the retrier and re-arms, no lost call, no refusal: every queued item is drained"),
-    Check("liveness_lost1_nr", _base(2, 3, 1) + ("FOREIGN=0", "LIVENESS") + _NR, liveness=True,
+    Check("liveness_lost1_nr", _base(2, 3, 1) + _LIVE + _NR, liveness=True,
           why="one lost call: the re-arm restores the pending-call path"),
+    Check("liveness_n2_norefusal_lost1", _base(2, 3, 1) + _LIVE, liveness=True,
+          why="with the retrier, re-arms and one lost call or none, no refusal: every queued item is drained"),
     Check("liveness_refusal_nr", _base(2, 1) + ("LIVENESS",) + _NR, liveness=True,
           why="refusals (a ring of one shared with a foreign caller): re-arms, refused re-arms, give-backs"),
-    Check("liveness_lost_apart_nr", _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "LOST_APART") + _NR,
+    Check("liveness_lost_apart_nr", _base(2, 3, 2) + _LIVE + ("LOST_APART", "NO_MAIN_REARM") + _NR,
           liveness=True,
-          why="two lost calls, not in a row (a call newer than the first lost one ran in between): recovered each time"),
-    Check("liveness_lost2_main_nr", _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "MAIN_REARM") + _NR,
-          liveness=True,
-          why="MAIN_REARM: two lost calls in a row; a main-thread look at the stale claim recovers"),
+          why="two lost calls, not in a row, without the main thread's re-arm: the rule within the bound recovers"),
+    Check("liveness_lost2_nr", _base(2, 3, 2) + _LIVE + _NR, liveness=True,
+          why="two lost calls in a row: a main-thread look at the stale claim recovers"),
+    # With the retrier: a minute or more each.
     Check("rearm_refusal", _base(2, 1) + ("LIVENESS",), liveness=True, by_hand=True,
-          why="liveness_refusal_nr with the retrier (minutes)"),
-    # Must verify; spin finds a defect of the current rule (KNOWN_DEFECT).
-    Check("liveness_n2_norefusal_lost1", _base(2, 3, 1) + ("FOREIGN=0", "LIVENESS"), liveness=True,
-          why="liveness_lost1_nr with the retrier"),
-    Check("liveness_lost_apart", _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "LOST_APART"), liveness=True,
-          why="liveness_lost_apart_nr with the retrier"),
-    Check("liveness_lost2_main", _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "MAIN_REARM"), liveness=True,
-          why="liveness_lost2_main_nr with the retrier"),
-    # The KNOWN_DEFECT runs with both proposed fixes of the rule (model macros
-    # CLAIM_FIRST and KEEP_CLOCK; not the C++ code): they verify, in minutes.
-    Check("proposed_fix_lost1", _base(2, 3, 1) + ("FOREIGN=0", "LIVENESS", "CLAIM_FIRST", "KEEP_CLOCK"),
-          liveness=True, by_hand=True, why="liveness_n2_norefusal_lost1 with CLAIM_FIRST and KEEP_CLOCK"),
-    Check("proposed_fix_lost_apart",
-          _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "LOST_APART", "CLAIM_FIRST", "KEEP_CLOCK"),
-          liveness=True, by_hand=True, why="liveness_lost_apart with CLAIM_FIRST and KEEP_CLOCK"),
-    Check("proposed_fix_lost2_main",
-          _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS", "MAIN_REARM", "CLAIM_FIRST", "KEEP_CLOCK"),
-          liveness=True, by_hand=True, why="liveness_lost2_main with CLAIM_FIRST and KEEP_CLOCK"),
+          why="liveness_refusal_nr with the retrier"),
+    Check("liveness_lost_apart", _base(2, 3, 2) + _LIVE + ("LOST_APART", "NO_MAIN_REARM"), liveness=True,
+          by_hand=True, why="liveness_lost_apart_nr with the retrier"),
+    Check("liveness_lost2", _base(2, 3, 2) + _LIVE, liveness=True, by_hand=True,
+          why="liveness_lost2_nr with the retrier"),
     # Negative variants: each must yield a counterexample.
     Check("lost_wakeup", _base(2, 1) + ("LIVENESS", "LOST_WAKEUP"), liveness=True, expect_error=True,
           why="take, then clear scheduled_, with no re-check: an item is stranded"),
@@ -119,10 +108,16 @@ CHECKS: list[Check] = [
           why="a retry that pushes the item again: cleaned twice"),
     Check("no_rearm", _base(2, 1, 1) + ("LIVENESS", "NO_REARM"), liveness=True, expect_error=True,
           why="without the re-arm one lost call leaves scheduled_ set for good"),
-    # The limit of the rule "at most two outstanding" without MAIN_REARM
-    # (liveness_lost2_main_nr is the same run with it).
-    Check("lost_both_nr", _base(2, 3, 2) + ("FOREIGN=0", "LIVENESS") + _NR, liveness=True, expect_error=True,
-          why="the first call and its re-armed call both lost: no third call, nothing recovers"),
+    # The limit of the rule within the bound (liveness_lost2_nr is the same
+    # run with the main thread's re-arm).
+    Check("lost_both_nr", _base(2, 3, 2) + _LIVE + ("NO_MAIN_REARM",) + _NR, liveness=True, expect_error=True,
+          why="without the main thread's re-arm: the first call and its re-armed call both lost, nothing recovers"),
+    # The two defects of the rule before the fixes, found with the retrier.
+    Check("records_first", _base(2, 3, 1) + _LIVE + ("RECORDS_FIRST", "NO_MAIN_REARM"), liveness=True,
+          expect_error=True,
+          why="call_ran reads the records before it takes the claim back: a re-arm overtakes the running call"),
+    Check("drop_clock", _base(2, 3, 2) + _LIVE + ("DROP_CLOCK",), liveness=True, expect_error=True,
+          why="a look that takes the stale claim and may not re-arm drops its clock: never stale again"),
 ]
 WITNESSES = {
     1: "Py_AddPendingCall refuses",
@@ -139,12 +134,14 @@ WITNESSES = {
     12: "a re-armed call runs after a loss and clears scheduled_",
     13: "a refused re-arm whose old call ran gives the claim back (and retries)",
     14: "a re-arm's move_claim_seq fails: the claim's call ran meanwhile",
-    15: "MAIN_REARM: three of our pending calls are queued",
+    15: "three of our pending calls are queued (the main thread's re-arm)",
+    16: "a caller that may not re-arm gives the stale claim's clock back",
+    17: "a look off the main thread takes a stale claim at the bound (take_supersede fails)",
 }
 # Witnesses 1 and 13 are reached soonest with a ring of one (13: the
 # re-arm's call refused while the claim's call is queued); 15 needs room for
-# three of our calls, two losses and the option.
-_WITNESS_MACROS = {1: _base(2, 1), 13: _base(2, 1), 15: _base(2, 3, 2) + ("MAIN_REARM",)}
+# three of our calls and two losses.
+_WITNESS_MACROS = {1: _base(2, 1), 13: _base(2, 1), 15: _base(2, 3, 2)}
 for _w, _why in WITNESSES.items():
     CHECKS.append(Check(f"witness{_w}", _WITNESS_MACROS.get(_w, _base(2, 2, 1)) + (f"WITNESS={_w}",),
                         expect_error=True, why=_why))
