@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -92,6 +93,33 @@ class Delta:
 def delta(dc):
     """Factory: ``delta()`` returns a fresh :class:`Delta` baseline."""
     return lambda: Delta(dc)
+
+
+def build_race_program(target: str) -> Path:
+    """Build one hardware race program of tests/cpp (``lost_wakeup`` or
+    ``gate_sb``; CMake, -O2, no GoogleTest) into build/lost-wakeup-test.
+
+    Args:
+        target (str): the CMake target and executable name.
+
+    Returns:
+        Path: the executable.
+
+    Raises:
+        pytest.fail: when cmake or a C++ compiler is missing, or the build fails.
+    """
+    for tool in ("cmake", "c++"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} not found: the hardware check needs cmake and a C++20 compiler")
+    build = TESTS.parent / "build" / "lost-wakeup-test"
+    build.mkdir(parents=True, exist_ok=True)
+    for cmd in (["cmake", "-S", str(TESTS / "cpp"), "-B", str(build),
+                 "-DDC_LOST_WAKEUP_ONLY=ON", "-DCMAKE_BUILD_TYPE=None"],
+                ["cmake", "--build", str(build), "--target", target]):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            pytest.fail(f"{' '.join(cmd)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return build / target
 
 
 def wait_until(predicate, timeout_s: float = 10.0, step_s: float = 0.0005) -> bool:

@@ -33,18 +33,15 @@ for the counts shown in the docs (notes/lost-wakeup/gate-sb.json).
 from __future__ import annotations
 
 import json
-import platform
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from conftest import build_race_program
 
 pytestmark = pytest.mark.hardware
 
-REPO = Path(__file__).resolve().parent.parent
-BUILD = REPO / "build" / "lost-wakeup-test"
 CONTROL_BOUND = 10**6   # iterations the weakened control may take to show its first witness
 REFERENCE_N = 3 * 10**6  # iterations the reference must run without one (20-40 s here)
 RACED_SHARE = 0.01       # least share of the reference's iterations for each order
@@ -60,17 +57,7 @@ def gate_sb() -> Path:
     Raises:
         pytest.fail: when cmake or a C++ compiler is missing, or the build fails.
     """
-    for tool in ("cmake", "c++"):
-        if shutil.which(tool) is None:
-            pytest.fail(f"{tool} not found: the hardware check needs cmake and a C++20 compiler")
-    BUILD.mkdir(parents=True, exist_ok=True)
-    for cmd in (["cmake", "-S", str(REPO / "tests" / "cpp"), "-B", str(BUILD),
-                 "-DDC_LOST_WAKEUP_ONLY=ON", "-DCMAKE_BUILD_TYPE=None"],
-                ["cmake", "--build", str(BUILD), "--target", "gate_sb"]):
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        if p.returncode != 0:
-            pytest.fail(f"{' '.join(cmd)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return BUILD / "gate_sb"
+    return build_race_program("gate_sb")
 
 
 def run(binary: Path, tmp_path: Path, policy: str, iterations: int) -> tuple[dict, dict, float]:

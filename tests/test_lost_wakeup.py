@@ -23,17 +23,15 @@ for the rates shown in the docs.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from conftest import build_race_program
 
 pytestmark = pytest.mark.hardware
 
-REPO = Path(__file__).resolve().parent.parent
-BUILD = REPO / "build" / "lost-wakeup-test"
 HANDOFFS = 10**7
 
 
@@ -47,17 +45,7 @@ def lost_wakeup() -> Path:
     Raises:
         pytest.fail: when cmake or a C++ compiler is missing, or the build fails.
     """
-    for tool in ("cmake", "c++"):
-        if shutil.which(tool) is None:
-            pytest.fail(f"{tool} not found: the hardware check needs cmake and a C++20 compiler")
-    BUILD.mkdir(parents=True, exist_ok=True)
-    for cmd in (["cmake", "-S", str(REPO / "tests" / "cpp"), "-B", str(BUILD),
-                 "-DDC_LOST_WAKEUP_ONLY=ON", "-DCMAKE_BUILD_TYPE=None"],
-                ["cmake", "--build", str(BUILD), "--target", "lost_wakeup"]):
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        if p.returncode != 0:
-            pytest.fail(f"{' '.join(cmd)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return BUILD / "lost_wakeup"
+    return build_race_program("lost_wakeup")
 
 
 def run(binary: Path, tmp_path: Path, variant: str, stop_at_first: bool) -> tuple[dict, dict, float]:

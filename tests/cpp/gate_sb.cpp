@@ -60,10 +60,6 @@
 // counts.  Exit status: 0, 1 on an impossible outcome (in_flight() read other
 // than 0 or 1, a queue's gate not empty at the end of a batch), 2 on bad
 // arguments.
-#include <pthread.h>
-#include <sched.h>
-#include <sys/utsname.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -80,6 +76,7 @@
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "deferred_cleanup/scheduling.hpp"
+#include "race_harness.hpp"
 
 namespace dc = deferred_cleanup;
 
@@ -95,13 +92,8 @@ struct GateCloseReleasePolicy : dc::ReferencePolicy {
   static constexpr std::memory_order gate_close = std::memory_order_release;
 };
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
+using race_harness::cpu_relax;
+using race_harness::pin;
 
 // The queue never calls its host here (gate_enter, close and in_flight touch
 // only the queue's own atomics); a host is needed only to construct it.
@@ -127,13 +119,6 @@ __attribute__((noinline)) std::uint32_t shutdown_side(dc::BasicQueue<P>& q) {
 template <class P>
 __attribute__((noinline)) bool producer_side(dc::BasicQueue<P>& q) {
   return q.gate_enter();
-}
-
-bool pin(std::thread::native_handle_type h, int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(h, sizeof set, &set) == 0;
 }
 
 struct alignas(64) Flag {
@@ -268,27 +253,6 @@ Result run(std::uint64_t iterations, bool stop_at_first, bool want_pin, int cpu_
   return r;
 }
 
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0) {
-      const auto p = line.find(':');
-      if (p != std::string::npos) return line.substr(p + 2);
-    }
-  }
-  return "unknown";
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) o += c;
-  }
-  return o;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -318,21 +282,14 @@ int main(int argc, char** argv) {
     }
   }
   // Two distinct CPUs of our affinity mask.
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  int cpus[2] = {-1, -1};
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) {
-    for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; ++c) {
-      if (CPU_ISSET(c, &mask)) cpus[k++] = c;
-    }
-  }
-  want_pin = want_pin && cpus[1] >= 0;
+  const race_harness::CpuPair cpus = race_harness::two_cpus();
+  want_pin = want_pin && cpus.second >= 0;
 
   std::vector<Result> results;
   auto go = [&](auto tag) {
     using P = decltype(tag);
     if (policy == "all" || policy == P::name) {
-      results.push_back(run<P>(iterations, stop_at_first, want_pin, cpus[0], cpus[1]));
+      results.push_back(run<P>(iterations, stop_at_first, want_pin, cpus.first, cpus.second));
     }
   };
   go(GateCloseReleasePolicy{});
@@ -357,19 +314,8 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   if (!json.empty()) {
-    utsname u{};
-    uname(&u);
     std::ofstream o(json);
-    o << "{\n  \"tool\": \"tests/cpp/gate_sb.cpp\",\n";
-    o << "  \"cpu\": \"" << json_escape(cpu_model()) << "\",\n";
-    o << "  \"cpus_online\": " << std::thread::hardware_concurrency() << ",\n";
-    o << "  \"machine\": \"" << json_escape(u.machine) << "\",\n";
-    o << "  \"kernel\": \"" << json_escape(std::string(u.sysname) + " " + u.release) << "\",\n";
-    o << "  \"compiler\": \"" << json_escape(std::string("g++ ") + __VERSION__) << "\",\n";
-#ifdef DC_LOST_WAKEUP_FLAGS
-    o << "  \"flags\": \"" << json_escape(DC_LOST_WAKEUP_FLAGS) << "\",\n";
-#endif
-    o << "  \"stop_at_first\": " << (stop_at_first ? "true" : "false") << ",\n";
+    race_harness::write_machine_fields(o, "tests/cpp/gate_sb.cpp", stop_at_first);
     o << "  \"policies\": [\n";
     for (std::size_t k = 0; k < results.size(); ++k) {
       const Result& r = results[k];

@@ -41,10 +41,6 @@
 // With --stop-at-first a variant stops at its first lost wakeup (the line
 // then reports the handoffs run so far).  --json writes the machine, the
 // compiler and the counts.  Exit status: 0, or 1 on a violation.
-#include <pthread.h>
-#include <sched.h>
-#include <sys/utsname.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -61,18 +57,14 @@
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "deferred_cleanup/scheduling.hpp"
+#include "race_harness.hpp"
 
 namespace dc = deferred_cleanup;
 
 namespace {
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
+using race_harness::cpu_relax;
+using race_harness::pin;
 
 // ---------------------------------------------------------------- the host
 // "Pending call" = a counter the consumer polls.  At most one of the queue's
@@ -124,13 +116,6 @@ template <class P>
 __attribute__((noinline)) dc::ScheduleResult produce(dc::BasicQueue<P>& q,
                                                      dc::DeferredCleanupItem* item) {
   return dc::on_user_object_destroyed(q, item);
-}
-
-bool pin(std::thread::native_handle_type h, int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(h, sizeof set, &set) == 0;
 }
 
 struct Result {
@@ -251,27 +236,6 @@ Result run(std::uint64_t iterations, bool stop_at_first, bool want_pin, int cpu_
   return r;
 }
 
-std::string cpu_model() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0 || line.rfind("Model", 0) == 0) {
-      const auto p = line.find(':');
-      if (p != std::string::npos) return line.substr(p + 2);
-    }
-  }
-  return "unknown";
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) o += c;
-  }
-  return o;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -301,21 +265,14 @@ int main(int argc, char** argv) {
     }
   }
   // Two distinct CPUs of our affinity mask.
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  int cpus[2] = {-1, -1};
-  if (sched_getaffinity(0, sizeof mask, &mask) == 0) {
-    for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; ++c) {
-      if (CPU_ISSET(c, &mask)) cpus[k++] = c;
-    }
-  }
-  want_pin = want_pin && cpus[1] >= 0;
+  const race_harness::CpuPair cpus = race_harness::two_cpus();
+  want_pin = want_pin && cpus.second >= 0;
 
   std::vector<Result> results;
   auto go = [&](auto tag) {
     using P = decltype(tag);
     if (variant == "all" || variant == P::name) {
-      results.push_back(run<P>(iterations, stop_at_first, want_pin, cpus[0], cpus[1]));
+      results.push_back(run<P>(iterations, stop_at_first, want_pin, cpus.first, cpus.second));
     }
   };
   go(dc::CudaCore12Policy{});
@@ -342,19 +299,8 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   if (!json.empty()) {
-    utsname u{};
-    uname(&u);
     std::ofstream o(json);
-    o << "{\n  \"tool\": \"tests/cpp/lost_wakeup.cpp\",\n";
-    o << "  \"cpu\": \"" << json_escape(cpu_model()) << "\",\n";
-    o << "  \"cpus_online\": " << std::thread::hardware_concurrency() << ",\n";
-    o << "  \"machine\": \"" << json_escape(u.machine) << "\",\n";
-    o << "  \"kernel\": \"" << json_escape(std::string(u.sysname) + " " + u.release) << "\",\n";
-    o << "  \"compiler\": \"" << json_escape(std::string("g++ ") + __VERSION__) << "\",\n";
-#ifdef DC_LOST_WAKEUP_FLAGS
-    o << "  \"flags\": \"" << json_escape(DC_LOST_WAKEUP_FLAGS) << "\",\n";
-#endif
-    o << "  \"stop_at_first\": " << (stop_at_first ? "true" : "false") << ",\n";
+    race_harness::write_machine_fields(o, "tests/cpp/lost_wakeup.cpp", stop_at_first);
     o << "  \"variants\": [\n";
     for (std::size_t k = 0; k < results.size(); ++k) {
       const Result& r = results[k];
