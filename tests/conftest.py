@@ -61,6 +61,39 @@ def pytest_collection_modifyitems(config, items):
                 break
 
 
+def _session_report(**fields) -> None:
+    """Write what this session selected and how it ended to ``$DC_SESSION_REPORT``.
+
+    tools/matrix.py sets the variable and compares ``selected`` with what the
+    JUnit XML counts: a session that aborted (a KeyboardInterrupt that escaped
+    a test, an internal error, a crash) is reported with the number of its
+    selected tests that never ran, instead of as a short green run.
+
+    Args:
+        **fields: merged into the JSON object already in the file.
+
+    Returns:
+        None.  Does nothing when the variable is unset.
+    """
+    path = os.environ.get("DC_SESSION_REPORT")
+    if not path:
+        return
+    p = Path(path)
+    data = json.loads(p.read_text()) if p.exists() else {}
+    data.update(fields)
+    p.write_text(json.dumps(data))
+
+
+def pytest_collection_finish(session):
+    """Record how many tests were selected, before the first one runs (see :func:`_session_report`)."""
+    _session_report(selected=len(session.items), finished=False)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Record the session's exit status (2 when interrupted; see :func:`_session_report`)."""
+    _session_report(exitstatus=int(exitstatus), finished=True)
+
+
 # ---------------------------------------------------------------- reference fixtures
 
 @pytest.fixture

@@ -55,6 +55,14 @@ def test_system_exit_in_a_finalizer_reaches_the_program(dc, recorder, lose_call)
 
 
 def test_interrupt_from_a_pending_call_is_raised_in_the_interrupted_code(dc, recorder):
+    """The pending call's KeyboardInterrupt surfaces in the plain Python loop it interrupted.
+
+    The destructor calls are held until the ``with`` is entered, so nothing can
+    be queued (and no pending call can raise) before pytest.raises is armed:
+    under load the pending call used to run inside g.destroy(), outside the
+    ``with``, and the KeyboardInterrupt aborted the whole pytest session.
+    """
+
     def fin(i):
         recorder(i)
         if i == 0:
@@ -64,11 +72,15 @@ def test_interrupt_from_a_pending_call_is_raised_in_the_interrupted_code(dc, rec
     g = d.create_graph()
     for i in range(5):
         g.attach(i, fin)
-    g.destroy()
+    d.set_hold(True)
+    g.destroy()  # the five destructor calls are held: nothing is queued yet
+    assert d.held == 5 and not recorder.calls
     deadline = time.monotonic() + 10
     with pytest.raises(KeyboardInterrupt):
+        d.release(1)  # not an entry point: the destructors push and add the pending call
         while time.monotonic() < deadline:  # plain Python: no entry point; the pending call interrupts it
             time.sleep(0.001)
+    assert d.wait_idle(10)
     assert len(recorder.calls) == 5
     assert recorder.threads == {threading.main_thread().ident}
 

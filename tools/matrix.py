@@ -515,6 +515,29 @@ def junit_counts(path: Path) -> tuple[int, int, int]:
     return (tests - failed - skipped, failed, skipped)
 
 
+def session_aborted(report: Path, rc: int, ran: int) -> str:
+    """Say how a pytest session aborted, or return "" when it ran every selected test.
+
+    :param report: the JSON that tests/conftest.py wrote (``$DC_SESSION_REPORT``)
+    :param rc: pytest's exit code
+    :param ran: the tests the JUnit XML counts (passed, failed and skipped)
+    :returns: e.g. "pytest session aborted (exit 2, interrupted): 150 of 238 selected tests did not run"
+    """
+    try:
+        data = json.loads(report.read_text())
+    except (OSError, ValueError):
+        data = {}
+    selected = data.get("selected")
+    if selected is None:
+        return "" if rc in (0, 5) else f"pytest exited {rc} before it selected any test"
+    how = {2: "interrupted", 3: "internal error"}.get(rc, f"exit {rc}")
+    if not data.get("finished"):
+        how = f"exit {rc}, ended before pytest's own finish (a crash or a kill)"
+    if ran < selected or not data.get("finished"):
+        return f"pytest session aborted ({how}): {selected - ran} of {selected} selected tests did not run"
+    return ""
+
+
 def cmd_test(a) -> int:
     envs = select(a.only, include_docs=not a.no_once, python=a.python)
     if envs[0].custom and not a.no_once:
@@ -536,7 +559,7 @@ def cmd_test(a) -> int:
             env = DOCS_ENV if env_name == DOCS_ENV.name else next((r for r in ready if r.name == env_name), None)
             if env is not None and env in ready:
                 jobs.append((label if env is DOCS_ENV else f"{label} ({env.name})", env, marker))
-    rows, tp, tf, ts = [], 0, 0, 0
+    rows, tp, tf, ts, aborts = [], 0, 0, 0, []
     for label, it, marker in jobs:
         tag = label.split()[0]
         xml = outdir / f"{tag}.xml"
@@ -547,9 +570,18 @@ def cmd_test(a) -> int:
                    PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
         argv = [it.py, "-m", "pytest", "-p", "no:cacheprovider", "-m", marker, f"--junitxml={xml}",
                 "-o", "junit_family=xunit2", *a.pytest_args]
+        report = outdir / f"{tag}.session.json"
+        if report.exists():
+            report.unlink()
+        env["DC_SESSION_REPORT"] = str(report)
         rc = run_in(it, argv, env=env, cwd=REPO).returncode
         p, f, s = junit_counts(xml)
-        if rc not in (0, 5) and f == 0:
+        aborted = session_aborted(report, rc, p + f + s)
+        if aborted:
+            say(f"{label}: {aborted}")
+            aborts.append(f"{label}: {aborted}")
+            f += 1
+        elif rc not in (0, 5) and f == 0:
             f = 1  # pytest failed without a test failure (collection error, crash)
         md = metadata(it)
         rows.append((label, md["version"], it.source + (" (debug)" if md["debug"] else ""), str(p), str(f), str(s)))
@@ -561,6 +593,8 @@ def cmd_test(a) -> int:
     print()
     for r in [head, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+    for line in aborts:
+        print(f"ABORTED {line}")
     print(f"{tp} passed, {tf} failed, {ts} skipped")
     bad = tf > 0 or tp == 0 or (IN_CI and missing)
     return 1 if bad else 0
