@@ -12,6 +12,7 @@ variable gives them.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -114,3 +115,23 @@ def test_every_run_once_check_of_the_matrix_is_skipped_by_plain_pytest(matrix):
     assert once_markers <= set(conftest.MATRIX_ONLY), (
         "a run-once check of tools/matrix.py would run under plain pytest: add its marker to "
         "tests/conftest.py MATRIX_ONLY with the reason")
+
+
+def test_matrix_reports_an_aborted_session_with_the_tests_that_did_not_run(matrix, tmp_path):
+    """A KeyboardInterrupt that escapes a test stops pytest early: the matrix says so, with counts."""
+    (tmp_path / "test_escape.py").write_text("def test_escapes():\n    raise KeyboardInterrupt\n")
+    report, xml = tmp_path / "session.json", tmp_path / "junit.xml"
+    env = dict(os.environ, DC_SESSION_REPORT=str(report))
+    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={xml}",
+                        "tests/test_item.py", str(tmp_path / "test_escape.py"), "tests/test_queue.py"],
+                       cwd=REPO, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert p.returncode == 2, p.stdout + p.stderr  # pytest's "interrupted"
+    passed, failed, skipped = matrix.junit_counts(xml)
+    said = matrix.session_aborted(report, p.returncode, passed + failed + skipped)
+    selected = json.loads(report.read_text())["selected"]
+    m = re.fullmatch(r"pytest session aborted \(interrupted\): (\d+) of (\d+) selected tests did not run", said)
+    assert m, said
+    assert int(m[2]) == selected and int(m[1]) == selected - (passed + failed + skipped) > 0, said
+    # A complete session is not reported.
+    report.write_text(json.dumps({"selected": 3, "finished": True, "exitstatus": 0}))
+    assert matrix.session_aborted(report, 0, 3) == ""
