@@ -143,6 +143,10 @@ ONCE_CHECKS = [
     ("mutate", "cp312-pyenv", "mutate"),
     ("bench", "cp312-pyenv", "bench"),
 ]
+# What the probe measures with (its provenance stamp's sources).
+PROBE_SOURCES = ["reference/src/probe*.cpp", "reference/python/deferred_cleanup/probe*.py",
+                 "reference/python/deferred_cleanup/report*.py",
+                 "reference/python/deferred_cleanup/cpython_facts.py"]
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 
 
@@ -501,6 +505,11 @@ def cmd_probe(a) -> int:
     argv = [reporter.py, "-m", "deferred_cleanup.report", "--out-dir", str(out),
             *[f"--missing={m}" for m in missing], *results]
     rc = run_in(reporter, argv, cwd=REPO).returncode
+    combined = out / "probe.json"
+    if combined.exists():  # the version page shows which code the probe measured
+        import provenance  # tools/provenance.py
+
+        provenance.write_stamp(combined, provenance.stamp(PROBE_SOURCES))
     return rc or (1 if failed else 0)
 
 
