@@ -574,7 +574,56 @@ class DoxygenHeader(SphinxDirective):
         for para in list(container.findall(nodes.paragraph)):
             if para.parent is not None and not isinstance(para.parent, nodes.field_body):
                 labelled_fields(para)
+        link_essay_mentions(container, header, self.env)
         return container.children
+
+
+# A header's comments say "see the essay above": the essay is the header's
+# opening comment, which this page does not show; its design page explains it.
+ESSAY_MENTION = re.compile(r"\b(the essay above)")
+ESSAY_PAGE = {"policy.hpp": "design/variants", "driver.hpp": "design/variants"}
+
+
+def essay_doc(header: str, env) -> str:
+    """The page that explains ``header``'s opening essay."""
+    doc = ESSAY_PAGE.get(header, f"design/{Path(header).stem}")
+    return doc if doc in env.found_docs else "design/index"
+
+
+def link_essay_mentions(root: nodes.Node, header: str, env) -> None:
+    """Turn each "the essay above" in ``root``'s text into a link to the
+    design page of ``header`` (the API page shows no essay above)."""
+    target = essay_doc(header, env)
+    for text in list(root.findall(nodes.Text)):
+        parent = text.parent
+        if parent is None or isinstance(parent, (nodes.literal, nodes.reference, addnodes.pending_xref)):
+            continue
+        parts = ESSAY_MENTION.split(text.astext())
+        if len(parts) == 1:
+            continue
+        new: list[nodes.Node] = []
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                if part:
+                    new.append(nodes.Text(part))
+                continue
+            ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + target,
+                                        refexplicit=True, refwarn=True)
+            ref += nodes.inline("", f"the essay of {header}")
+            new.append(ref)
+        idx = parent.index(text)
+        parent.remove(text)
+        for j, n in enumerate(new):
+            parent.insert(idx + j, n)
+
+
+def drop_empty_bases(app, doctree) -> None:
+    """``doctree-read``: autodoc writes "Bases:" even when
+    :func:`hide_pybind_base` removed every base (a pybind11 class whose only
+    base is ``pybind11_object``); drop that empty line."""
+    for para in list(doctree.findall(nodes.paragraph)):
+        if para.astext().strip() == "Bases:" and para.parent is not None:
+            para.parent.remove(para)
 
 
 # --------------------------------------------------------------- include graph
@@ -1006,6 +1055,7 @@ def setup(app: Sphinx):
     app.connect("doctree-resolved", link_citations)
     app.connect("html-page-context", rewrite_html)
     app.connect("doctree-read", contract_row_ids)
+    app.connect("doctree-read", drop_empty_bases)
     app.connect("autodoc-process-docstring", raises_nothing, priority=400)  # before napoleon (500)
     app.connect("autodoc-process-docstring", drop_signature_lines, priority=300)
     app.connect("autodoc-process-signature", public_signature)
