@@ -2,8 +2,9 @@
 # make docs: build the documentation site into build/docs/html.
 #
 # What it does, skipping whatever is already done:
-#   1. Debian packages: doxygen, graphviz (dot), and for the browser check in
-#      tests/test_docs.py chromium and chromium-driver; apt-get installs the
+#   1. Debian packages: doxygen, graphviz (dot), for the browser check in
+#      tests/test_docs.py chromium and chromium-driver, and clang-format for
+#      the format check (tests/test_format.py); apt-get installs the
 #      missing ones (after apt-get update when the package lists are empty).
 #   2. The probe: the version page is generated from build/probe/probe.json,
 #      which `make probe` (tools/matrix.py probe) writes for every interpreter.
@@ -35,6 +36,7 @@ command -v doxygen >/dev/null || need+=(doxygen)
 command -v dot >/dev/null || need+=(graphviz)
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
+command -v clang-format >/dev/null || need+=(clang-format)  # tests/test_format.py
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ]; then
     say "missing Debian packages: ${need[*]} (not root: install them with apt-get and run again)"

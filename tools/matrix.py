@@ -138,6 +138,7 @@ TOOLS_ENV_NAME = "cp314-sid"  # spin, herd7 and cbmc live in the sid root
 ONCE_CHECKS = [
     ("tools", TOOLS_ENV_NAME, "tools"),
     ("docs", "docs", "docs"),
+    ("format", "docs", "format"),
     ("hardware", "cp312-pyenv", "hardware"),
     ("sanitize", "cp312-pyenv", "sanitize"),
     ("mutate", "cp312-pyenv", "mutate"),
@@ -567,7 +568,7 @@ def cmd_test(a) -> int:
         for label, env_name, marker in ONCE_CHECKS:
             env = DOCS_ENV if env_name == DOCS_ENV.name else next((r for r in ready if r.name == env_name), None)
             if env is not None and env in ready:
-                jobs.append((label if env is DOCS_ENV else f"{label} ({env.name})", env, marker))
+                jobs.append((label if env is DOCS_ENV and label == "docs" else f"{label} ({env.name})", env, marker))
     rows, tp, tf, ts, aborts = [], 0, 0, 0, []
     for label, it, marker in jobs:
         tag = label.split()[0]

@@ -36,6 +36,7 @@ Standard library only.  Usage::
     tools/provenance.py check FILE                   print the changed sources; exit 1 if any
     tools/provenance.py show [--glob G ...]          print a stamp of the tree as it is
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,8 +73,9 @@ def _aggregate(sources: dict[str, str]) -> str:
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
 
@@ -84,8 +86,9 @@ def _files_at(globs: list[str], repo: Path, commit: str) -> dict[str, str]:
     out = {}
     for rel in listed:
         if any(fnmatch.fnmatchcase(rel, g) for g in globs):
-            blob = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{rel}"],
-                                  capture_output=True, check=True).stdout
+            blob = subprocess.run(
+                ["git", "-C", str(repo), "show", f"{commit}:{rel}"], capture_output=True, check=True
+            ).stdout
             out[rel] = hashlib.sha256(blob).hexdigest()
     return out
 
@@ -106,16 +109,26 @@ def stamp(globs: list[str] | None = None, repo: Path = REPO, at: str | None = No
         if not sources:
             raise ValueError(f"no source matches {globs} at {at}")
         commit = _git(repo, "rev-parse", at) or at
-        return {"commit": commit, "dirty": False, "globs": globs, "sources": sources,
-                "sources_sha256": _aggregate(sources)}
+        return {
+            "commit": commit,
+            "dirty": False,
+            "globs": globs,
+            "sources": sources,
+            "sources_sha256": _aggregate(sources),
+        }
     files = _files(globs, repo)
     if not files:
         raise ValueError(f"no source matches {globs} under {repo}")
     sources = {f: _sha(repo / f) for f in files}
     commit = _git(repo, "rev-parse", "HEAD") or "unknown"
     dirty = bool(_git(repo, "status", "--porcelain", "--", *files))
-    return {"commit": commit, "dirty": dirty, "globs": globs, "sources": sources,
-            "sources_sha256": _aggregate(sources)}
+    return {
+        "commit": commit,
+        "dirty": dirty,
+        "globs": globs,
+        "sources": sources,
+        "sources_sha256": _aggregate(sources),
+    }
 
 
 def changed(st: dict, repo: Path = REPO) -> list[str]:
@@ -158,7 +171,7 @@ def read_stamp(path: Path) -> dict | None:
     if path.suffix in TEXT_SUFFIXES:
         first = path.read_text(errors="replace").split("\n", 1)[0]
         if first.startswith(TEXT_PREFIX):
-            return json.loads(first[len(TEXT_PREFIX):])
+            return json.loads(first[len(TEXT_PREFIX) :])
     return None
 
 
@@ -187,8 +200,9 @@ def write_stamp(path: Path, st: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("stamp")
     s.add_argument("file", type=Path)

@@ -23,6 +23,7 @@ line ``# provenance: {...}``, or a sidecar ``FILE.provenance.json``).
 * ``literalinclude`` is replaced by a subclass that resolves its file with
   :func:`resolve` and leaves out a text file's stamp line.
 """
+
 from __future__ import annotations
 
 import sys
@@ -58,8 +59,11 @@ def _rel(path: Path) -> str | None:
 
 def is_data(rel: str) -> bool:
     """Whether a repository-relative path is a rendered data file."""
-    return (rel.startswith(DATA_PREFIXES) and rel.endswith(DATA_SUFFIXES)
-            and not rel.endswith(".provenance.json"))
+    return (
+        rel.startswith(DATA_PREFIXES)
+        and rel.endswith(DATA_SUFFIXES)
+        and not rel.endswith(".provenance.json")
+    )
 
 
 def _stale(rel: str) -> bool:
@@ -102,8 +106,7 @@ def describe(rel: str) -> tuple[str, list[str] | None, dict | None]:
     changed = provenance.changed(st)
     commit = st.get("commit", "unknown")[:12]
     dirty = " plus uncommitted edits" if st.get("dirty") else ""
-    how = ("re-measured by this build (tools/docs.sh)" if rel in REGENERATED.values()
-           else "measured")
+    how = "re-measured by this build (tools/docs.sh)" if rel in REGENERATED.values() else "measured"
     return f"{rel}: {how} at {commit}{dirty}", changed, st
 
 
@@ -117,8 +120,11 @@ def notice_nodes(rels: list[str], location=None) -> list[nodes.Node]:
     for rel in rels:
         line, changed, st = describe(rel)
         if st is None:
-            logger.warning("data file without a provenance stamp: %s (tools/provenance.py stamp)",
-                           rel, location=location)
+            logger.warning(
+                "data file without a provenance stamp: %s (tools/provenance.py stamp)",
+                rel,
+                location=location,
+            )
             stale.append((rel, line, None))
         elif changed:
             stale.append((rel, line, (st, changed)))
@@ -182,7 +188,7 @@ def add_notices(app, doctree: nodes.document) -> None:
         doctree[0:0] = new
         return
     title = next((i for i, n in enumerate(section.children) if isinstance(n, nodes.title)), -1)
-    section[title + 1:title + 1] = new
+    section[title + 1 : title + 1] = new
 
 
 class EvidenceLiteralInclude(LiteralInclude):
@@ -197,8 +203,12 @@ class EvidenceLiteralInclude(LiteralInclude):
         rel = _rel(path)
         if rel and is_data(rel):
             rel = resolve(rel)
-            self.arguments[0] = "/" + "/".join([".."] * len(Path(self.env.srcdir).resolve()
-                                                             .relative_to(REPO).parts)) + "/" + rel
+            self.arguments[0] = (
+                "/"
+                + "/".join([".."] * len(Path(self.env.srcdir).resolve().relative_to(REPO).parts))
+                + "/"
+                + rel
+            )
             first = (REPO / rel).read_text(errors="replace").split("\n", 1)[0]
             marked = {"start-after", "start-at", "lines", "pyobject"} & set(self.options)
             if first.startswith(provenance.TEXT_PREFIX) and not marked:
