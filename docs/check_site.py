@@ -141,10 +141,11 @@ def check_links(html_dir: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------ private citations
-# "issue 3", "issues 2 and 3": this project's own tracker, which no reader can
-# open.  A public issue is cited with its tracker's form instead (gh-N, bpo-N,
+# "issue 3", "issues 2 and 3", "the issue": this project's own tracker, which
+# no reader can open.  A public issue is cited with its tracker's form instead (gh-N, bpo-N,
 # cuda-python issue #N), which this pattern does not match.
-PRIVATE_ISSUE = re.compile(r"(?i)(?<![#\w-])issues? \d+\b(?! *[#\d])")
+PRIVATE_ISSUE = re.compile(r"(?i)(?<![#\w-])issues? \d+\b(?! *[#\d])"
+                           r"|\bthe issue\b(?!s| *#| +cuda-python)")
 
 
 def private_citations(text: str) -> list[str]:
@@ -170,9 +171,8 @@ def check_private_citations(html_dir: Path) -> list[str]:
 
     Returns:
         list[str]: ``PAGE: "...issue N..."`` per mention, in the text of every
-        page except the copies of repository files under ``_repo/`` (those
-        show the files as they are; the headers among them are checked at
-        the source, by the caller).
+        page, the copies of repository files under ``_repo/`` (rendered
+        sources: test files, notes, headers) included.
 
     Raises:
         OSError: a page cannot be read.
@@ -181,8 +181,6 @@ def check_private_citations(html_dir: Path) -> list[str]:
     out = []
     for page in html_pages(html_dir):
         rel = page.relative_to(html_dir).as_posix()
-        if rel.startswith("_repo/"):
-            continue
         text = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8", errors="replace")))
         out += [f'{rel}: "{m}"' for m in private_citations(text)]
     return out
@@ -245,7 +243,10 @@ return done ? [summary.textContent, s.querySelectorAll('li').length] : null;
 
 LAYOUT_WIDTH_PX = 1400
 MIN_DIAGRAM_FONT_PX = 11.0
-CODE_FIT_PREFIXES = ("design/",)
+# Code blocks must fit their column on every page but the copies of
+# repository files (``_repo/``: a whole file with line-number anchors, which
+# scrolls in its own box like a file viewer).
+CODE_SCROLL_PREFIXES = ("_repo/",)
 CPP_API_PAGES = ("api/cpp.html",)
 PY_API_PAGES = ("api/python.html",)
 
@@ -255,7 +256,7 @@ const out = [];
 const main = document.querySelector('article[role=main]') || document.querySelector('article') || document.body;
 const mainBox = main.getBoundingClientRect();
 const snip = (t) => t.replace(/\s+/g, ' ').trim().slice(0, 70);
-// 1. code blocks that scroll sideways (design pages)
+// 1. code blocks that scroll sideways (every page but the _repo/ file copies)
 if (codeFit) {
   for (const pre of main.querySelectorAll('pre')) {
     if (pre.scrollWidth > pre.clientWidth + 1) {
@@ -488,7 +489,7 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
                     if status >= 400:
                         problems.append(f"{rel}: request answered {status}: {params['response'].get('url')}")
             if not query:
-                for problem in driver.execute_script(LAYOUT_JS, rel_path.startswith(CODE_FIT_PREFIXES),
+                for problem in driver.execute_script(LAYOUT_JS, not rel_path.startswith(CODE_SCROLL_PREFIXES),
                                                      rel_path in CPP_API_PAGES, MIN_DIAGRAM_FONT_PX,
                                                      rel_path in PY_API_PAGES):
                     problems.append(f"{rel}: {problem}")
