@@ -143,7 +143,6 @@ def main(argv: list[str] | None = None) -> int:
             str(a.out / "lost-wakeup.json"),
         ],
         check=True,
-        stdout=subprocess.DEVNULL,
     )
     (a.out / "disasm-ours.txt").write_text(disasm.ours(BUILD / "lost_wakeup") + "\n")
     say(f"gate_sb: {a.gate_iterations} rounds per policy")
@@ -156,7 +155,6 @@ def main(argv: list[str] | None = None) -> int:
             str(a.out / "gate-sb.json"),
         ],
         check=True,
-        stdout=subprocess.DEVNULL,
     )
     (a.out / "disasm-gate-sb.txt").write_text(gate_disasm(BUILD / "gate_sb"))
     for name, globs in GLOBS.items():
