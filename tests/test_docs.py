@@ -195,6 +195,79 @@ def test_free_threaded_line_is_derived_from_the_interpreters_measured():
 
 
 # ------------------------------------------------------------------ the checks can fail
+def test_stale_data_gets_a_notice_and_current_data_none(tmp_path, monkeypatch):
+    """A data file whose measured sources changed since its stamp gets the
+    warning "Measured at <commit>; since then <files> changed"; an unchanged
+    one gets only its provenance line; an unstamped one is a build warning."""
+    import dc_evidence
+    import provenance  # tools/provenance.py (dc_evidence put tools/ on the path)
+    from docutils import nodes
+
+    monkeypatch.setattr(dc_evidence, "REPO", tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.hpp").write_text("int a;\n")
+    (tmp_path / "src" / "b.hpp").write_text("int b;\n")
+    (tmp_path / "notes").mkdir()
+    for name in ("old.json", "new.json"):
+        (tmp_path / "notes" / name).write_text('{"x": 1}\n')
+        provenance.write_stamp(tmp_path / "notes" / name, provenance.stamp(["src/*.hpp"], repo=tmp_path))
+    (tmp_path / "notes" / "old.txt").write_text("listing\n")
+    provenance.write_stamp(tmp_path / "notes" / "old.txt", provenance.stamp(["src/a.hpp"], repo=tmp_path))
+    assert (tmp_path / "notes" / "old.txt").read_text().startswith(provenance.TEXT_PREFIX)
+    assert provenance.read_stamp(tmp_path / "notes" / "old.txt")["globs"] == ["src/a.hpp"]
+
+    def stale(out):
+        return [n.astext() for n in out if "dc-stale" in n.get("classes", [])]
+
+    assert stale(dc_evidence.notice_nodes(["notes/new.json", "notes/old.txt"])) == []
+    (tmp_path / "src" / "a.hpp").write_text("int a = 1;\n")
+    (tmp_path / "src" / "c.hpp").write_text("int c;\n")
+    out = dc_evidence.notice_nodes(["notes/new.json", "notes/old.txt"])
+    texts = stale(out)
+    assert len(texts) == 2 and all("Measured at" in t and "src/a.hpp" in t for t in texts), texts
+    assert "src/c.hpp" in texts[0] and "src/c.hpp" not in texts[1], texts
+    assert any(isinstance(n, nodes.container) and "dc-provenance" in n["classes"] for n in out)
+
+
+def test_regenerated_data_is_preferred_when_current(tmp_path, monkeypatch):
+    """The lost-wakeup page renders build/evidence/ when that copy is current,
+    the committed copy under notes/ otherwise."""
+    import dc_evidence
+    import provenance
+
+    monkeypatch.setattr(dc_evidence, "REPO", tmp_path)
+    (tmp_path / "a.hpp").write_text("int a;\n")
+    committed = "notes/lost-wakeup/lost-wakeup.json"
+    regen = dc_evidence.REGENERATED[committed]
+    for rel in (committed, regen):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}\n")
+    assert dc_evidence.resolve(committed) == committed  # the copy has no stamp: stale
+    provenance.write_stamp(tmp_path / regen, provenance.stamp(["a.hpp"], repo=tmp_path))
+    assert dc_evidence.resolve(committed) == regen
+    (tmp_path / "a.hpp").write_text("int a = 2;\n")
+    provenance.write_stamp(tmp_path / committed, provenance.stamp(["a.hpp"], repo=tmp_path))
+    assert dc_evidence.resolve(committed) == committed
+
+
+def test_pages_show_where_their_data_was_measured(site):
+    """The lost-wakeup page renders the figures this build re-measured, with no
+    stale notice for them; a page whose committed data is older than the
+    core (Performance, measured at an older commit) shows the notice."""
+    lost = _text(site / "lost-wakeup.html")
+    assert "build/evidence/lost-wakeup.json: re-measured by this build" in lost
+    page = (site / "lost-wakeup.html").read_text(encoding="utf-8")
+    for name in ("lost-wakeup.json", "gate-sb.json", "disasm-ours.txt", "disasm-gate-sb.txt"):
+        for notice in re.findall(r'<div class="admonition warning dc-stale">.*?</div>', page, re.S):
+            assert f"build/evidence/{name}" not in notice, notice
+    assert "# provenance:" not in lost
+    import provenance
+
+    bench = provenance.read_stamp(REPO / "docs" / "_data" / "bench.json")
+    if provenance.changed(bench):
+        assert "Measured on older code" in _text(site / "performance.html")
+
+
 BAD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>bad</title>
 <link rel="icon" href="data:,">
 <script src="https://cdn.example.com/lib.js"></script></head><body>

@@ -46,7 +46,7 @@ REGENERATED = {
 }
 # Where a page's data files live (repository-relative prefixes).
 DATA_PREFIXES = ("notes/", "docs/_data/", "build/evidence/", "build/probe/")
-DATA_SUFFIXES = (".json", ".txt", ".csv", ".log", ".md")
+DATA_SUFFIXES = (".json", ".txt", ".csv", ".log")  # notes/*.md are prose, not data
 LISTED_FILES = 6  # changed sources named in a notice; the rest are counted
 
 
@@ -71,7 +71,7 @@ def _stale(rel: str) -> bool:
         st = provenance.read_stamp(REPO / rel)
     except (OSError, ValueError):
         return True
-    return st is None or bool(provenance.changed(st))
+    return st is None or bool(provenance.changed(st, REPO))
 
 
 def resolve(rel: str) -> str:
@@ -103,7 +103,7 @@ def describe(rel: str) -> tuple[str, list[str] | None, dict | None]:
         return f"{rel}: its provenance stamp cannot be read ({exc})", None, None
     if st is None:
         return f"{rel} records no provenance (no commit, no source hashes)", None, None
-    changed = provenance.changed(st)
+    changed = provenance.changed(st, REPO)
     commit = st.get("commit", "unknown")[:12]
     dirty = " plus uncommitted edits" if st.get("dirty") else ""
     how = "re-measured by this build (tools/docs.sh)" if rel in REGENERATED.values() else "measured"
@@ -154,14 +154,17 @@ def notice_nodes(rels: list[str], location=None) -> list[nodes.Node]:
         adm += p
         out.append(adm)
     if lines:
-        para = nodes.paragraph(classes=["dc-provenance"])
-        para += nodes.Text("Data on this page: ")
-        for i, line in enumerate(lines):
-            if i:
-                para += nodes.Text("; ")
-            para += nodes.Text(line)
-        para += nodes.Text(".")
-        out.append(para)
+        box = nodes.container(classes=["dc-provenance"])
+        box += nodes.paragraph("", "Data on this page, and the code it measured:")
+        items = nodes.bullet_list()
+        for line in lines:
+            rel, _, how = line.partition(": ")
+            para = nodes.paragraph()
+            para += _code(rel)
+            para += nodes.Text(f": {how}" if how else "")
+            items += nodes.list_item("", para)
+        box += items
+        out.append(box)
     return out
 
 
@@ -171,7 +174,7 @@ def page_data_files(app, docname: str) -> list[str]:
     out = set()
     for dep in app.env.dependencies.get(docname, ()):
         rel = _rel(srcdir / dep)
-        if rel and is_data(rel):
+        if rel and is_data(rel) and (REPO / rel).exists():  # a missing file: its directive says so
             out.add(rel)
     return sorted(out)
 
