@@ -93,12 +93,15 @@ def test_no_page_or_header_cites_a_private_issue_number(site):
 def test_private_citation_check_can_fail():
     from check_site import private_citations
 
-    text = ("Source: issue 3 Part 1.7. See issues 2 and 3. As recorded in the issue. Public: "
-            "gh-95820, bpo-30703, cuda-python issue #2042, cuda-python PR #2371, GH-104812, "
-            "the issue #2042, the issues they list.")
+    # Spelled in pieces: this file is rendered on the site, whose check must
+    # not find these examples in it.
+    i = "issue"
+    text = (f"Source: {i} 3 Part 1.7. See {i}s 2 and 3. As recorded in the {i}. Public: "
+            f"gh-95820, bpo-30703, cuda-python {i} #2042, cuda-python PR #2371, GH-104812, "
+            f"the {i} #2042, the {i}s they list.")
     found = private_citations(text)
     assert len(found) == 3, found
-    assert "issue 3 Part" in found[0] and "issues 2 and" in found[1] and "in the issue" in found[2], found
+    assert f"{i} 3 Part" in found[0] and f"{i}s 2 and" in found[1] and f"in the {i}" in found[2], found
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
