@@ -245,9 +245,11 @@ def test_regenerated_data_is_preferred_when_current(tmp_path, monkeypatch):
     for rel in (committed, regen):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("{}\n")
+    assert dc_evidence.resolve(committed) == regen  # neither is stamped: the fresher copy
+    provenance.write_stamp(tmp_path / committed, provenance.stamp(["a.hpp"], repo=tmp_path))
     assert dc_evidence.resolve(committed) == committed  # the copy has no stamp: stale
     provenance.write_stamp(tmp_path / regen, provenance.stamp(["a.hpp"], repo=tmp_path))
-    assert dc_evidence.resolve(committed) == regen
+    assert dc_evidence.resolve(committed) == regen  # both current: this build's
     (tmp_path / "a.hpp").write_text("int a = 2;\n")
     provenance.write_stamp(tmp_path / committed, provenance.stamp(["a.hpp"], repo=tmp_path))
     assert dc_evidence.resolve(committed) == committed
