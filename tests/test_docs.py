@@ -422,6 +422,9 @@ LAYOUT_BAD = {
     # a design page whose quoted code does not fit the column
     "design/bad.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>'
                              + "x" * 300 + "</pre></div></div>"),
+    # any other page too: every page but the _repo/ file copies
+    "measured.html": _page('<div class="highlight-none"><div class="highlight"><pre>'
+                           + "y" * 300 + "</pre></div></div>"),
     "bad-tables.html": _page(
         "<p>A plain gh-95820, a plain cuda-python PR #2371 and bpo-30703.</p>"
         '<pre>// see gh-104812 in a code block</pre>'
@@ -446,6 +449,8 @@ LAYOUT_BAD["api/python.html"] = _page(
     "<p>An entry point.</p></dd></dl>")
 LAYOUT_GOOD = {
     "design/good.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>short line</pre></div></div>'),
+    # a copy of a repository file scrolls in its own box, like a file viewer
+    "_repo/tools/wide.py.html": _page('<div class="highlight"><pre>' + "z" * 300 + "</pre></div>"),
     "good-tables.html": _page(
         '<p>A linked <a href="https://github.com/python/cpython/issues/95820">gh-95820</a>.</p>'
         '<pre>// see <a href="https://github.com/python/cpython/issues/104812">gh-104812</a></pre>'
@@ -484,6 +489,7 @@ def test_layout_check_catches_each_fault(site, tmp_path):
     bad, _ = check_in_browser(_write_site(tmp_path / "bad", LAYOUT_BAD), search_query=None)
     expected = {
         "code block overflow on a design page": r"^design/bad\.html: code block overflows its column",
+        "code block overflow on any page": r"^measured\.html: code block overflows its column",
         "plain gh- mention": r"^bad-tables\.html: citation is not a link: gh-95820",
         "plain cuda-python PR mention": r"^bad-tables\.html: citation is not a link: PR #2371",
         "plain bpo- mention": r"^bad-tables\.html: citation is not a link: bpo-30703",
@@ -504,4 +510,4 @@ def test_layout_check_catches_each_fault(site, tmp_path):
     missing = [what for what, pattern in expected.items() if not any(re.search(pattern, p) for p in bad)]
     assert missing == [], f"not reported: {missing}\n" + "\n".join(bad)
     good, stats = check_in_browser(_write_site(tmp_path / "good", LAYOUT_GOOD), search_query=None)
-    assert good == [] and stats["pages"] == 4, good
+    assert good == [] and stats["pages"] == 5, good
