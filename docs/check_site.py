@@ -26,6 +26,7 @@ Two checks, each returning a list of problems (empty when the site is good):
     image or object) that did not render with a non-zero size, and a site
     search (``search.html?q=...``) that does not finish with a hit.
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,8 +46,17 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 LOCAL_SCHEMES = ("data:", "blob:", "about:", "chrome-error:", "chrome:")
 # Attributes that name a resource the page loads (not a link the reader follows).
-RESOURCE_ATTRS = {("script", "src"), ("link", "href"), ("img", "src"), ("object", "data"),
-                  ("iframe", "src"), ("embed", "src"), ("source", "src"), ("video", "src"), ("audio", "src")}
+RESOURCE_ATTRS = {
+    ("script", "src"),
+    ("link", "href"),
+    ("img", "src"),
+    ("object", "data"),
+    ("iframe", "src"),
+    ("embed", "src"),
+    ("source", "src"),
+    ("video", "src"),
+    ("audio", "src"),
+}
 
 
 # ------------------------------------------------------------------ links
@@ -87,8 +97,11 @@ def html_pages(html_dir: Path) -> list[Path]:
     Raises:
         Nothing (a missing directory gives an empty list).
     """
-    return sorted(p for p in Path(html_dir).rglob("*.html")
-                  if not {"_static", "_images", "_sources"} & set(p.relative_to(html_dir).parts))
+    return sorted(
+        p
+        for p in Path(html_dir).rglob("*.html")
+        if not {"_static", "_images", "_sources"} & set(p.relative_to(html_dir).parts)
+    )
 
 
 def check_links(html_dir: Path) -> list[str]:
@@ -119,13 +132,19 @@ def check_links(html_dir: Path) -> list[str]:
         rel_src = src.relative_to(html_dir)
         for tag, attr, url in page(src).refs:
             parts = urllib.parse.urlsplit(url)
-            if url.startswith(LOCAL_SCHEMES) or parts.scheme == "mailto" or url.startswith("javascript:"):
+            if (
+                url.startswith(LOCAL_SCHEMES)
+                or parts.scheme == "mailto"
+                or url.startswith("javascript:")
+            ):
                 continue
             if parts.scheme or url.startswith("//"):
                 if (tag, attr) in RESOURCE_ATTRS:
                     problems.append(f"{rel_src}: <{tag} {attr}> loads an off-site resource: {url}")
                 continue  # a hyperlink to another site is followed by the reader, not loaded
-            target = src if not parts.path else (src.parent / urllib.parse.unquote(parts.path)).resolve()
+            target = (
+                src if not parts.path else (src.parent / urllib.parse.unquote(parts.path)).resolve()
+            )
             if target.is_dir():
                 target = target / "index.html"
             if not target.is_relative_to(html_dir):
@@ -141,10 +160,13 @@ def check_links(html_dir: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------ private citations
-# "issue 3", "issues 2 and 3": this project's own tracker, which no reader can
-# open.  A public issue is cited with its tracker's form instead (gh-N, bpo-N,
+# "issue 3", "issues 2 and 3", "the issue": this project's own tracker, which
+# no reader can open.  A public issue is cited with its tracker's form instead (gh-N, bpo-N,
 # cuda-python issue #N), which this pattern does not match.
-PRIVATE_ISSUE = re.compile(r"(?i)(?<![#\w-])issues? \d+\b(?! *[#\d])")
+PRIVATE_ISSUE = re.compile(
+    r"(?i)(?<![#\w-])issues? \d+\b(?! *[#\d])"
+    r"|\bthe issue\b(?!s| *#| +cuda-python)"
+)
 
 
 def private_citations(text: str) -> list[str]:
@@ -159,7 +181,10 @@ def private_citations(text: str) -> list[str]:
     Raises:
         Nothing.
     """
-    return [" ".join(text[max(0, m.start() - 30):m.end() + 15].split()) for m in PRIVATE_ISSUE.finditer(text)]
+    return [
+        " ".join(text[max(0, m.start() - 30) : m.end() + 15].split())
+        for m in PRIVATE_ISSUE.finditer(text)
+    ]
 
 
 def check_private_citations(html_dir: Path) -> list[str]:
@@ -170,9 +195,8 @@ def check_private_citations(html_dir: Path) -> list[str]:
 
     Returns:
         list[str]: ``PAGE: "...issue N..."`` per mention, in the text of every
-        page except the copies of repository files under ``_repo/`` (those
-        show the files as they are; the headers among them are checked at
-        the source, by the caller).
+        page, the copies of repository files under ``_repo/`` (rendered
+        sources: test files, notes, headers) included.
 
     Raises:
         OSError: a page cannot be read.
@@ -181,9 +205,9 @@ def check_private_citations(html_dir: Path) -> list[str]:
     out = []
     for page in html_pages(html_dir):
         rel = page.relative_to(html_dir).as_posix()
-        if rel.startswith("_repo/"):
-            continue
-        text = html.unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8", errors="replace")))
+        text = html.unescape(
+            re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8", errors="replace"))
+        )
         out += [f'{rel}: "{m}"' for m in private_citations(text)]
     return out
 
@@ -216,7 +240,8 @@ def serve(html_dir: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 
 DIAGRAM_JS = r"""
 const out = [];
-for (const el of document.querySelectorAll('img.graphviz, object.graphviz, div.graphviz > img, div.graphviz > object')) {
+const sel = 'img.graphviz, object.graphviz, div.graphviz > img, div.graphviz > object';
+for (const el of document.querySelectorAll(sel)) {
   const r = el.getBoundingClientRect();
   let ok = r.width > 0 && r.height > 0, why = `box ${r.width}x${r.height}`;
   if (el.tagName === 'IMG') {
@@ -225,7 +250,9 @@ for (const el of document.querySelectorAll('img.graphviz, object.graphviz, div.g
   } else {
     const doc = el.contentDocument, svg = doc && doc.documentElement;
     let bw = 0, bh = 0;
-    if (svg && svg.localName === 'svg' && svg.getBBox) { const b = svg.getBBox(); bw = b.width; bh = b.height; }
+    if (svg && svg.localName === 'svg' && svg.getBBox) {
+      const b = svg.getBBox(); bw = b.width; bh = b.height;
+    }
     ok = ok && bw > 0 && bh > 0;
     why += ` svg bbox ${bw}x${bh}`;
   }
@@ -245,22 +272,28 @@ return done ? [summary.textContent, s.querySelectorAll('li').length] : null;
 
 LAYOUT_WIDTH_PX = 1400
 MIN_DIAGRAM_FONT_PX = 11.0
-CODE_FIT_PREFIXES = ("design/",)
+# Code blocks must fit their column on every page but the copies of
+# repository files (``_repo/``: a whole file with line-number anchors, which
+# scrolls in its own box like a file viewer).
+CODE_SCROLL_PREFIXES = ("_repo/",)
 CPP_API_PAGES = ("api/cpp.html",)
 PY_API_PAGES = ("api/python.html",)
 
 LAYOUT_JS = r"""
 const [codeFit, cppApi, minFont, pyApi] = arguments;
 const out = [];
-const main = document.querySelector('article[role=main]') || document.querySelector('article') || document.body;
+const main = document.querySelector('article[role=main]') || document.querySelector('article')
+  || document.body;
 const mainBox = main.getBoundingClientRect();
 const snip = (t) => t.replace(/\s+/g, ' ').trim().slice(0, 70);
-// 1. code blocks that scroll sideways (design pages)
+// 1. code blocks that scroll sideways (every page but the _repo/ file copies)
 if (codeFit) {
   for (const pre of main.querySelectorAll('pre')) {
     if (pre.scrollWidth > pre.clientWidth + 1) {
-      const longest = pre.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
-      out.push(`code block overflows its column (${pre.scrollWidth} > ${pre.clientWidth} px): ${snip(longest)}`);
+      const longest = pre.textContent.split('\n')
+        .reduce((a, b) => (b.length > a.length ? b : a), '');
+      out.push(`code block overflows its column (${pre.scrollWidth} > ${pre.clientWidth} px): `
+               + snip(longest));
     }
   }
 }
@@ -270,9 +303,12 @@ const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
 for (let n = walker.nextNode(); n; n = walker.nextNode()) {
   const p = n.parentElement;
   if (!p || p.closest('a, script, style, .headerlink')) continue;
-  for (const m of n.textContent.matchAll(cite)) out.push(`citation is not a link: ${m[0]} in "${snip(n.textContent)}"`);
+  for (const m of n.textContent.matchAll(cite)) {
+    out.push(`citation is not a link: ${m[0]} in "${snip(n.textContent)}"`);
+  }
 }
-// 3. tables: fit the container, or (the version table) scroll in their box with a frozen first column
+// 3. tables: fit the container, or (the version table) scroll in their box with a
+// frozen first column
 for (const t of main.querySelectorAll('table')) {
   let scroller = null;
   for (let a = t.parentElement; a && a !== main.parentElement; a = a.parentElement) {
@@ -283,15 +319,21 @@ for (const t of main.querySelectorAll('table')) {
   const tw = t.getBoundingClientRect().width;
   const name = t.classList.contains('probe-matrix') ? 'version table' :
                (t.classList.contains('contract') ? 'contract table' :
-                `table "${snip(t.rows[0] ? Array.from(t.rows[0].cells).map(c => c.textContent.trim()).join(' ') : '')}"`);
+                `table "${snip(t.rows[0] ? Array.from(t.rows[0].cells)
+                  .map(c => c.textContent.trim()).join(' ') : '')}"`);
   const boxRect = box.getBoundingClientRect();
   if (boxRect.right > mainBox.right + 1 || boxRect.left < mainBox.left - 1) {
-    out.push(`${name}: its box (${Math.round(boxRect.width)} px) is wider than the page column (${Math.round(mainBox.width)} px)`);
+    out.push(`${name}: its box (${Math.round(boxRect.width)} px) is wider than the page column `
+             + `(${Math.round(mainBox.width)} px)`);
   }
   if (tw <= box.clientWidth + 1) continue;
   if (t.classList.contains('probe-matrix') && scroller) {
-    const loose = Array.from(t.rows).filter(r => r.cells[0] && getComputedStyle(r.cells[0]).position !== 'sticky');
-    if (loose.length) out.push(`${name} scrolls (${Math.round(tw)} > ${box.clientWidth} px) but its first column is not frozen in ${loose.length} row(s)`);
+    const loose = Array.from(t.rows)
+      .filter(r => r.cells[0] && getComputedStyle(r.cells[0]).position !== 'sticky');
+    if (loose.length) {
+      out.push(`${name} scrolls (${Math.round(tw)} > ${box.clientWidth} px) but its first `
+               + `column is not frozen in ${loose.length} row(s)`);
+    }
     continue;
   }
   out.push(`${name} is wider than its container (${Math.round(tw)} > ${box.clientWidth} px)`);
@@ -301,7 +343,9 @@ for (const t of main.querySelectorAll('table.contract')) {
   for (const r of t.querySelectorAll('tbody > tr')) {
     const first = snip(r.cells[0] ? r.cells[0].textContent : '');
     if (!r.id) { out.push(`contract row without an anchor: ${first}`); continue; }
-    if (!r.querySelector(`a[href="#${CSS.escape(r.id)}"]`)) out.push(`contract row #${r.id} has no permalink`);
+    if (!r.querySelector(`a[href="#${CSS.escape(r.id)}"]`)) {
+      out.push(`contract row #${r.id} has no permalink`);
+    }
   }
   for (const code of t.querySelectorAll('code')) {
     const w = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
@@ -312,7 +356,8 @@ for (const t of main.querySelectorAll('table.contract')) {
         const rects = rg.getClientRects(); if (!rects.length) continue;
         const ch = n.textContent[i], top = rects[0].top;
         if (prev && top > prev[1] + 2 && /[A-Za-z0-9]/.test(prev[0]) && /[A-Za-z0-9]/.test(ch)) {
-          out.push(`contract table breaks an identifier between letters: ${snip(code.textContent)}`);
+          out.push('contract table breaks an identifier between letters: '
+                   + snip(code.textContent));
           broken = true;
         }
         prev = [ch, top];
@@ -325,7 +370,9 @@ if (cppApi) {
   const want = ['Thread', 'Memory ordering', 'Errors', 'Source'];
   const label = /(?:^|[.;)]\s+)(Thread|Memory ordering|Errors|Source):\s/;
   for (const p of main.querySelectorAll('p')) {
-    if (!p.closest('dl.field-list') && label.test(p.textContent)) out.push(`C++ API: labels run together in a paragraph: ${snip(p.textContent)}`);
+    if (!p.closest('dl.field-list') && label.test(p.textContent)) {
+      out.push(`C++ API: labels run together in a paragraph: ${snip(p.textContent)}`);
+    }
   }
   for (const dl of main.querySelectorAll('dl.cpp')) {
     if (dl.parentElement.closest('dl.cpp')) continue;  // members: their class carries the contract
@@ -336,10 +383,15 @@ if (cppApi) {
     const labels = [];
     for (const f of (dd ? dd.querySelectorAll('dl.field-list.dc-contract') : [])) {
       if (f.parentElement.closest('dl.cpp') !== dl) continue;
-      for (const d of f.querySelectorAll(':scope > dt')) labels.push(d.textContent.replace(/[:\s]+$/, '').trim());
+      for (const d of f.querySelectorAll(':scope > dt')) {
+        labels.push(d.textContent.replace(/[:\s]+$/, '').trim());
+      }
     }
     const bad = want.filter(w => labels.filter(l => l === w).length !== 1);
-    if (bad.length) out.push(`C++ API: ${name}: not exactly one labelled line for ${bad.join(', ')} (found: ${labels.join(', ') || 'none'})`);
+    if (bad.length) {
+      out.push(`C++ API: ${name}: not exactly one labelled line for ${bad.join(', ')} `
+               + `(found: ${labels.join(', ') || 'none'})`);
+    }
   }
 }
 // 6. Python API: each signature once, in public types
@@ -367,7 +419,10 @@ for (const el of main.querySelectorAll('object.graphviz')) {
     const fs = parseFloat(t.getAttribute('font-size') || getComputedStyle(t).fontSize);
     if (fs * scale < min) { min = fs * scale; which = t.textContent; }
   }
-  if (min < minFont) out.push(`diagram ${el.getAttribute('data')}: text renders at ${min.toFixed(1)} px (< ${minFont}): "${snip(which)}"`);
+  if (min < minFont) {
+    out.push(`diagram ${el.getAttribute('data')}: text renders at ${min.toFixed(1)} px `
+             + `(< ${minFont}): "${snip(which)}"`);
+  }
 }
 return out;
 """
@@ -390,14 +445,19 @@ def _wait_loaded(driver, timeout_s: float = 20.0) -> None:
         state = driver.execute_script(
             "return [document.readyState, Array.from(document.querySelectorAll('img'))"
             ".every(i => i.complete), Array.from(document.querySelectorAll('object'))"
-            ".every(o => o.contentDocument && o.contentDocument.readyState === 'complete')]")
+            ".every(o => o.contentDocument && o.contentDocument.readyState === 'complete')]"
+        )
         if state[0] == "complete" and state[1] and state[2]:
             return
         time.sleep(0.05)
 
 
-def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s: float = 30.0,
-                     search_query: str | None = "pending call") -> tuple[list[str], dict]:
+def check_in_browser(
+    html_dir: Path,
+    pages: list[Path] | None = None,
+    timeout_s: float = 30.0,
+    search_query: str | None = "pending call",
+) -> tuple[list[str], dict]:
     """Open every page in headless Chromium and report what went wrong.
 
     Args:
@@ -429,18 +489,30 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
     pages = pages if pages is not None else html_pages(html_dir)
     for exe in (CHROMIUM, CHROMEDRIVER):
         if not Path(exe).exists():
-            raise FileNotFoundError(f"{exe} is missing: `make docs` (tools/docs.sh) installs chromium and "
-                                    "chromium-driver with apt-get")
+            raise FileNotFoundError(
+                f"{exe} is missing: `make docs` (tools/docs.sh) installs chromium and "
+                "chromium-driver with apt-get"
+            )
     server, base = serve(html_dir)
     profile = tempfile.mkdtemp(prefix="dc-docs-chromium-")
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                f"--user-data-dir={profile}", "--no-first-run", "--disable-dev-shm-usage",
-                "--disable-extensions", "--disable-component-update", "--disable-sync",
-                "--disable-default-apps", f"--window-size={LAYOUT_WIDTH_PX},900",
-                # Resolve nothing but the local server: an external request fails here, offline.
-                "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"):
+    for arg in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        f"--user-data-dir={profile}",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        "--disable-extensions",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-default-apps",
+        f"--window-size={LAYOUT_WIDTH_PX},900",
+        # Resolve nothing but the local server: an external request fails here, offline.
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+    ):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     problems: list[str] = []
@@ -481,16 +553,24 @@ def check_in_browser(html_dir: Path, pages: list[Path] | None = None, timeout_s:
                     if not (req_url.startswith(base) or req_url.startswith(LOCAL_SCHEMES)):
                         problems.append(f"{rel}: external request: {req_url}")
                 elif method == "Network.loadingFailed" and not params.get("canceled"):
-                    problems.append(f"{rel}: failed request: {requests.get(params['requestId'], '?')} "
-                                    f"({params.get('errorText')})")
+                    problems.append(
+                        f"{rel}: failed request: {requests.get(params['requestId'], '?')} "
+                        f"({params.get('errorText')})"
+                    )
                 elif method == "Network.responseReceived":
                     status = params["response"].get("status", 0)
                     if status >= 400:
-                        problems.append(f"{rel}: request answered {status}: {params['response'].get('url')}")
+                        problems.append(
+                            f"{rel}: request answered {status}: {params['response'].get('url')}"
+                        )
             if not query:
-                for problem in driver.execute_script(LAYOUT_JS, rel_path.startswith(CODE_FIT_PREFIXES),
-                                                     rel_path in CPP_API_PAGES, MIN_DIAGRAM_FONT_PX,
-                                                     rel_path in PY_API_PAGES):
+                for problem in driver.execute_script(
+                    LAYOUT_JS,
+                    not rel_path.startswith(CODE_SCROLL_PREFIXES),
+                    rel_path in CPP_API_PAGES,
+                    MIN_DIAGRAM_FONT_PX,
+                    rel_path in PY_API_PAGES,
+                ):
                     problems.append(f"{rel}: {problem}")
             diagrams = driver.execute_script(DIAGRAM_JS)
             stats["diagrams"][rel] = len(diagrams)
@@ -519,7 +599,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("html_dir", type=Path)
     ap.add_argument("--no-browser", action="store_true", help="only the link check")
     a = ap.parse_args(argv)
@@ -527,8 +609,10 @@ def main(argv: list[str] | None = None) -> int:
     if not a.no_browser:
         more, stats = check_in_browser(a.html_dir)
         problems += more
-        print(f"browser: {stats['pages']} pages, {stats['requests']} requests, "
-              f"{sum(stats['diagrams'].values())} diagrams")
+        print(
+            f"browser: {stats['pages']} pages, {stats['requests']} requests, "
+            f"{sum(stats['diagrams'].values())} diagrams"
+        )
     for p in problems:
         print(p)
     print(f"{len(problems)} problem(s)")

@@ -37,6 +37,7 @@ MATRIX_ONLY = {
     "soak": "the finalization soak starts SOAK_N (20) child interpreters per case, about 2 minutes in all",
     "sanitize": "builds tests/cpp under ThreadSanitizer and AddressSanitizer (apt installs GoogleTest if missing)",
     "mutate": "rebuilds the C++ suite once per mutant in tests/mutants (minutes)",
+    "format": "runs clang-format and ruff over the repository (ruff from the docs environment)",
     "bench": "builds tests/bench with CMake (apt installs Google Benchmark if missing) and runs each benchmark once",
 }
 

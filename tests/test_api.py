@@ -1,7 +1,7 @@
 """The Python API: names, bad input, reference_burst.
 
 Bad input gets a clear exception and nothing is lost or cleaned twice
-(issue 3, "Bad input").
+(each entry point's Raises: section, docs/api/python.rst).
 """
 import sys
 import threading

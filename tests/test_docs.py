@@ -76,24 +76,32 @@ def test_no_dangling_link_or_offsite_resource(site):
 
 
 def test_no_page_or_header_cites_a_private_issue_number(site):
-    """Readers cannot open this project's own issues: the pages and the
-    headers cite public sources (gh-N, bpo-N, cuda-python PR #N, a CPython
+    """Readers cannot open this project's own issues: the pages (with the
+    rendered copies of test files and notes), the headers and every note
+    cite public sources (gh-N, bpo-N, cuda-python PR #N, a CPython
     file and tag) or the page that carries the rationale."""
     from check_site import check_private_citations, private_citations
 
-    found = check_private_citations(site)
-    for header in sorted(HEADERS.glob("*.hpp")):
-        found += [f"{header.relative_to(REPO)}: \"{m}\"" for m in private_citations(header.read_text())]
+    found = check_private_citations(site)  # every page, the rendered sources under _repo/ included
+    sources = sorted(HEADERS.glob("*.hpp")) + sorted(
+        p for p in (REPO / "notes").rglob("*") if p.is_file() and p.suffix in (".md", ".txt", ".json"))
+    for source in sources:
+        found += [f"{source.relative_to(REPO)}: \"{m}\"" for m in private_citations(source.read_text())]
     assert found == [], "\n".join(found)
 
 
 def test_private_citation_check_can_fail():
     from check_site import private_citations
 
-    text = ("Source: issue 3 Part 1.7. See issues 2 and 3. Public: gh-95820, bpo-30703, "
-            "cuda-python issue #2042, cuda-python PR #2371, GH-104812.")
+    # Spelled in pieces: this file is rendered on the site, whose check must
+    # not find these examples in it.
+    i = "issue"
+    text = (f"Source: {i} 3 Part 1.7. See {i}s 2 and 3. As recorded in the {i}. Public: "
+            f"gh-95820, bpo-30703, cuda-python {i} #2042, cuda-python PR #2371, GH-104812, "
+            f"the {i} #2042, the {i}s they list.")
     found = private_citations(text)
-    assert len(found) == 2 and "issue 3 Part" in found[0] and "issues 2 and" in found[1], found
+    assert len(found) == 3, found
+    assert f"{i} 3 Part" in found[0] and f"{i}s 2 and" in found[1] and f"in the {i}" in found[2], found
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
@@ -190,6 +198,81 @@ def test_free_threaded_line_is_derived_from_the_interpreters_measured():
 
 
 # ------------------------------------------------------------------ the checks can fail
+def test_stale_data_gets_a_notice_and_current_data_none(tmp_path, monkeypatch):
+    """A data file whose measured sources changed since its stamp gets the
+    warning "Measured at <commit>; since then <files> changed"; an unchanged
+    one gets only its provenance line; an unstamped one is a build warning."""
+    import dc_evidence
+    import provenance  # tools/provenance.py (dc_evidence put tools/ on the path)
+    from docutils import nodes
+
+    monkeypatch.setattr(dc_evidence, "REPO", tmp_path)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.hpp").write_text("int a;\n")
+    (tmp_path / "src" / "b.hpp").write_text("int b;\n")
+    (tmp_path / "notes").mkdir()
+    for name in ("old.json", "new.json"):
+        (tmp_path / "notes" / name).write_text('{"x": 1}\n')
+        provenance.write_stamp(tmp_path / "notes" / name, provenance.stamp(["src/*.hpp"], repo=tmp_path))
+    (tmp_path / "notes" / "old.txt").write_text("listing\n")
+    provenance.write_stamp(tmp_path / "notes" / "old.txt", provenance.stamp(["src/a.hpp"], repo=tmp_path))
+    assert (tmp_path / "notes" / "old.txt").read_text().startswith(provenance.TEXT_PREFIX)
+    assert provenance.read_stamp(tmp_path / "notes" / "old.txt")["globs"] == ["src/a.hpp"]
+
+    def stale(out):
+        return [n.astext() for n in out if "dc-stale" in n.get("classes", [])]
+
+    assert stale(dc_evidence.notice_nodes(["notes/new.json", "notes/old.txt"])) == []
+    (tmp_path / "src" / "a.hpp").write_text("int a = 1;\n")
+    (tmp_path / "src" / "c.hpp").write_text("int c;\n")
+    out = dc_evidence.notice_nodes(["notes/new.json", "notes/old.txt"])
+    texts = stale(out)
+    assert len(texts) == 2 and all("Measured at" in t and "src/a.hpp" in t for t in texts), texts
+    assert "src/c.hpp" in texts[0] and "src/c.hpp" not in texts[1], texts
+    assert any(isinstance(n, nodes.container) and "dc-provenance" in n["classes"] for n in out)
+
+
+def test_regenerated_data_is_preferred_when_current(tmp_path, monkeypatch):
+    """The lost-wakeup page renders build/evidence/ when that copy is current,
+    the committed copy under notes/ otherwise."""
+    import dc_evidence
+    import provenance
+
+    monkeypatch.setattr(dc_evidence, "REPO", tmp_path)
+    (tmp_path / "a.hpp").write_text("int a;\n")
+    committed = "notes/lost-wakeup/lost-wakeup.json"
+    regen = dc_evidence.REGENERATED[committed]
+    for rel in (committed, regen):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}\n")
+    assert dc_evidence.resolve(committed) == regen  # neither is stamped: the fresher copy
+    provenance.write_stamp(tmp_path / committed, provenance.stamp(["a.hpp"], repo=tmp_path))
+    assert dc_evidence.resolve(committed) == committed  # the copy has no stamp: stale
+    provenance.write_stamp(tmp_path / regen, provenance.stamp(["a.hpp"], repo=tmp_path))
+    assert dc_evidence.resolve(committed) == regen  # both current: this build's
+    (tmp_path / "a.hpp").write_text("int a = 2;\n")
+    provenance.write_stamp(tmp_path / committed, provenance.stamp(["a.hpp"], repo=tmp_path))
+    assert dc_evidence.resolve(committed) == committed
+
+
+def test_pages_show_where_their_data_was_measured(site):
+    """The lost-wakeup page renders the figures this build re-measured, with no
+    stale notice for them; a page whose committed data is older than the
+    core (Performance, measured at an older commit) shows the notice."""
+    lost = _text(site / "lost-wakeup.html")
+    assert "build/evidence/lost-wakeup.json: re-measured by this build" in lost
+    page = (site / "lost-wakeup.html").read_text(encoding="utf-8")
+    for name in ("lost-wakeup.json", "gate-sb.json", "disasm-ours.txt", "disasm-gate-sb.txt"):
+        for notice in re.findall(r'<div class="[^"]*\bdc-stale\b[^"]*">.*?</div>', page, re.S):
+            assert f"build/evidence/{name}" not in notice, notice
+    assert "# provenance:" not in lost
+    import provenance
+
+    bench = provenance.read_stamp(REPO / "docs" / "_data" / "bench.json")
+    if provenance.changed(bench):
+        assert "Measured on older code" in _text(site / "performance.html")
+
+
 BAD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>bad</title>
 <link rel="icon" href="data:,">
 <script src="https://cdn.example.com/lib.js"></script></head><body>
@@ -339,6 +422,9 @@ LAYOUT_BAD = {
     # a design page whose quoted code does not fit the column
     "design/bad.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>'
                              + "x" * 300 + "</pre></div></div>"),
+    # any other page too: every page but the _repo/ file copies
+    "measured.html": _page('<div class="highlight-none"><div class="highlight"><pre>'
+                           + "y" * 300 + "</pre></div></div>"),
     "bad-tables.html": _page(
         "<p>A plain gh-95820, a plain cuda-python PR #2371 and bpo-30703.</p>"
         '<pre>// see gh-104812 in a code block</pre>'
@@ -363,6 +449,8 @@ LAYOUT_BAD["api/python.html"] = _page(
     "<p>An entry point.</p></dd></dl>")
 LAYOUT_GOOD = {
     "design/good.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>short line</pre></div></div>'),
+    # a copy of a repository file scrolls in its own box, like a file viewer
+    "_repo/tools/wide.py.html": _page('<div class="highlight"><pre>' + "z" * 300 + "</pre></div>"),
     "good-tables.html": _page(
         '<p>A linked <a href="https://github.com/python/cpython/issues/95820">gh-95820</a>.</p>'
         '<pre>// see <a href="https://github.com/python/cpython/issues/104812">gh-104812</a></pre>'
@@ -401,6 +489,7 @@ def test_layout_check_catches_each_fault(site, tmp_path):
     bad, _ = check_in_browser(_write_site(tmp_path / "bad", LAYOUT_BAD), search_query=None)
     expected = {
         "code block overflow on a design page": r"^design/bad\.html: code block overflows its column",
+        "code block overflow on any page": r"^measured\.html: code block overflows its column",
         "plain gh- mention": r"^bad-tables\.html: citation is not a link: gh-95820",
         "plain cuda-python PR mention": r"^bad-tables\.html: citation is not a link: PR #2371",
         "plain bpo- mention": r"^bad-tables\.html: citation is not a link: bpo-30703",
@@ -421,4 +510,4 @@ def test_layout_check_catches_each_fault(site, tmp_path):
     missing = [what for what, pattern in expected.items() if not any(re.search(pattern, p) for p in bad)]
     assert missing == [], f"not reported: {missing}\n" + "\n".join(bad)
     good, stats = check_in_browser(_write_site(tmp_path / "good", LAYOUT_GOOD), search_query=None)
-    assert good == [] and stats["pages"] == 4, good
+    assert good == [] and stats["pages"] == 5, good

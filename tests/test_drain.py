@@ -1,7 +1,7 @@
 """drain.hpp: the main-thread consumer.
 
 Sources: cuda-python PR #2371 (drain takes the whole list); gh-95820
-(starvation on 3.10-3.12, facts in cpython_facts); issue 3 Part 1.5 and 2c.
+(starvation on 3.10-3.12, facts in cpython_facts); docs/design/drain.rst.
 """
 import sys
 import threading

@@ -1,7 +1,7 @@
 """item.hpp: one preallocated item per user object; exactly-once cleanup.
 
 Source: cuda-python PR #2371 (item allocated before the driver sees the user
-object); issue 3 Part 1.1 and 1.7.
+object); docs/design/item.rst.
 """
 import gc
 import sys

@@ -50,6 +50,24 @@ def test_a_stale_mutant_stops_the_run(tmp_path):
     assert "FIND occurs 0 times" in p.stdout and "stale mutant" in p.stdout
 
 
+def test_find_survives_reformatting_and_stays_unique(tmp_path):
+    """FIND matches modulo whitespace (a formatter may re-indent, break or
+    join the lines it names), and still must match exactly once."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import mutate as tool
+
+    (tmp_path / "a.hpp").write_text("void f() {\n  while (g(1,\n          2)) {}\n}\nint h = 3;\n")
+    m = tool.Mutant(name="m", path=tmp_path / "m.py", file="a.hpp",
+                    find="while (g(1, 2)) {\n  }", replace="while (false) {}", property="p",
+                    killed_by=["litmus"])
+    assert tool.check_applies(m, tmp_path) == "void f() {\n  while (false) {}\n}\nint h = 3;\n"
+    (tmp_path / "a.hpp").write_text("g(1, 2);\ng(1,2);\n")
+    m = tool.Mutant(name="m", path=tmp_path / "m.py", file="a.hpp", find="g(1, 2);", replace="x;",
+                    property="p", killed_by=["litmus"])
+    with pytest.raises(tool.MutantError, match="FIND occurs 2 times"):
+        tool.check_applies(m, tmp_path)
+
+
 @pytest.mark.timeout(600)
 def test_a_surviving_mutant_fails_the_run(tmp_path):
     """A change no check can notice (a comment) must be reported as survived."""

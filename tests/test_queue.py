@@ -1,6 +1,6 @@
 """queue.hpp: the process-wide intrusive MPSC queue.
 
-Source: cuda-python PR #2371; issue 3 Part 1.2.
+Source: cuda-python PR #2371; docs/design/queue.rst.
 """
 import os
 import subprocess

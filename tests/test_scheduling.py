@@ -2,7 +2,7 @@
 
 The capacity of CPython's pending-call ring comes from cpython_facts
 (Python/ceval_gil.c; measured by the probe).  Source: cuda-python PR #2371;
-issue 3 Part 1.4.
+docs/design/scheduling.rst.
 """
 import threading
 

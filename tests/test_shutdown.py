@@ -3,7 +3,7 @@
 Every case runs in a fresh interpreter (tests/scenarios/), under a timeout.
 The Py_AtExit backstop writes the final counters with C stdio
 (DC_STATS_AT_EXIT).  CPython facts (what Py_AddPendingCall does after
-finalization) come from cpython_facts.  Sources: issue 3 Part 1.6 and 2b;
+finalization) come from cpython_facts.  Sources: docs/design/shutdown.rst;
 Python/pylifecycle.c Py_FinalizeEx; cuda-python PR #2371.
 """
 import signal

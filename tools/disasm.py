@@ -38,6 +38,7 @@ The wheel was fetched with (any machine with pip; the sha256 is checked)::
         --python-version 3.12 --implementation cp \\
         --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 -d DIR
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,17 +62,43 @@ WHEEL_SHA256 = "cd36063535f75a88c4eb44ba9a678441491a5f67a72f62c2e3b797e8a052d438
 WHEEL_SO = re.compile(r"cuda/core/cu13/_resource_handles\.cpython-312-x86_64-linux-gnu\.so$")
 # (name, start, stop, instructions the range must contain, what it is)
 WHEEL_RANGES = [
-    ("drain", 0x12F60, 0x12FDC, ["xchg", "movb   $0x0,0x8(%rbp)", "mov    0x0(%rbp),%rax"],
-     "the pending call: finalizing checks, exchange loop, clear of scheduled_, re-check of head_"),
-    ("schedule", 0x12EF0, 0x12F5F, ["lock cmpxchg %cl", "Py_AddPendingCall"],
-     "schedule(): accepting_, finalizing, head_ test, CAS of scheduled_, Py_AddPendingCall"),
-    ("enqueue", 0x147B0, 0x14830, ["lock cmpxchg %rdi", "lock cmpxchg %cl"],
-     "the destructor path: push CAS on head_, then schedule() inlined"),
-    ("retry", 0x14720, 0x147A7, ["lock cmpxchg %cl", "Py_AddPendingCall"],
-     "the entry points' retry: schedule() on the published queue"),
+    (
+        "drain",
+        0x12F60,
+        0x12FDC,
+        ["xchg", "movb   $0x0,0x8(%rbp)", "mov    0x0(%rbp),%rax"],
+        "the pending call: finalizing checks, exchange loop, clear of scheduled_, "
+        "re-check of head_",
+    ),
+    (
+        "schedule",
+        0x12EF0,
+        0x12F5F,
+        ["lock cmpxchg %cl", "Py_AddPendingCall"],
+        "schedule(): accepting_, finalizing, head_ test, CAS of scheduled_, Py_AddPendingCall",
+    ),
+    (
+        "enqueue",
+        0x147B0,
+        0x14830,
+        ["lock cmpxchg %rdi", "lock cmpxchg %cl"],
+        "the destructor path: push CAS on head_, then schedule() inlined",
+    ),
+    (
+        "retry",
+        0x14720,
+        0x147A7,
+        ["lock cmpxchg %cl", "Py_AddPendingCall"],
+        "the entry points' retry: schedule() on the published queue",
+    ),
 ]
-WHEEL_IMPORTS = ["Py_AddPendingCall", "Py_IsInitialized", "_Py_IsFinalizing", "Py_IsFinalizing",
-                 "Py_AtExit"]
+WHEEL_IMPORTS = [
+    "Py_AddPendingCall",
+    "Py_IsInitialized",
+    "_Py_IsFinalizing",
+    "Py_IsFinalizing",
+    "Py_AtExit",
+]
 
 
 def tool(name: str) -> str:
@@ -95,19 +122,78 @@ def mark(line: str) -> str:
     return line
 
 
+DECORATION = re.compile(
+    r"^(?P<head>\s*[0-9a-f]+:\t[^<]*?) <(?P<sym>.*?)(?:\+0x(?P<off>[0-9a-f]+))?>$"
+)
+
+
+def short_name(symbol: str) -> str:
+    """A demangled name without ``deferred_cleanup::``, ``(anonymous
+    namespace)::`` and GCC's ``[clone .isra.0]`` suffixes."""
+    symbol = symbol.replace("deferred_cleanup::", "").replace("(anonymous namespace)::", "")
+    return re.sub(r" \[clone [^]]*\]", "", symbol)
+
+
+def callee_name(symbol: str) -> str:
+    """A jump or call target as a reader needs it: :func:`short_name`
+    without the return type and the parameter list."""
+    name, depth, cut = short_name(symbol), 0, None
+    for i, ch in enumerate(name):  # drop the outermost trailing (...)
+        depth += ch in "(<" or -(ch in ")>")
+        if ch == "(" and depth == 1 and cut is None and i > 0:
+            cut = i
+    name = name[:cut] if cut else name
+    depth, start = 0, 0
+    for i, ch in enumerate(name):  # drop a return type: the last top-level space
+        depth += ch in "(<" or -(ch in ")>")
+        if ch == " " and depth == 0 and not name[:i].endswith("operator"):
+            start = i + 1
+    return name[start:]
+
+
+def shorten(line: str, function: str | None = None) -> str:
+    """Keep an instruction line short enough for the docs' column: a jump
+    inside ``function`` names its target as ``<+0xOFF>``; any other symbol
+    is written by :func:`short_name`.  Other lines are returned as they are."""
+    m = DECORATION.match(line)
+    if not m:
+        return line
+    sym, off = m["sym"], m["off"]
+    if function is not None and sym == function and off:
+        return f"{m['head']} <+0x{off}>"
+    sym = callee_name(sym)
+    return f"{m['head']} <{sym}{'+0x' + off if off else ''}>"
+
+
 def objdump(path: Path, start: int, stop: int) -> list[str]:
-    out = subprocess.run([tool("objdump"), "-d", "-C", "--no-show-raw-insn", "-w",
-                          f"--start-address={start:#x}", f"--stop-address={stop:#x}", str(path)],
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [
+            tool("objdump"),
+            "-d",
+            "-C",
+            "--no-show-raw-insn",
+            "-w",
+            f"--start-address={start:#x}",
+            f"--stop-address={stop:#x}",
+            str(path),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     lines = [ln.rstrip() for ln in out.splitlines() if re.match(r"\s+[0-9a-f]+:\t", ln)]
     # Symbol decorations like <__cxa_call_terminate@@Base+0xa3c> in a stripped
     # object are nearest-symbol guesses: drop them.
-    return [re.sub(r" <__cxa_call_terminate@@Base\+0x[0-9a-f]+>", "", ln) for ln in lines]
+    return [re.sub(r" <[^<>\s]+@@Base\+0x[0-9a-f]+>", "", ln) for ln in lines]
 
 
 def ours(binary: Path) -> str:
-    nm = subprocess.run([tool("nm"), "-C", "-S", "--defined-only", str(binary)], check=True,
-                        capture_output=True, text=True).stdout
+    nm = subprocess.run(
+        [tool("nm"), "-C", "-S", "--defined-only", str(binary)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     syms = []
     for ln in nm.splitlines():
         parts = ln.split(" ", 3)
@@ -115,11 +201,18 @@ def ours(binary: Path) -> str:
             syms.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
     cc = subprocess.run(["strings", "-a", str(binary)], capture_output=True, text=True).stdout
     gcc = next((ln for ln in cc.splitlines() if ln.startswith("GCC: ")), "compiler unknown")
-    out = [f"# {binary.name}: {gcc}; built by `make lost-wakeup` (-O2)",
-           "# generated by tools/disasm.py ours; symbols found with nm -C", ""]
+    out = [
+        f"# {binary.name}: {gcc}; built with -O2 by tools/evidence.py",
+        "# generated by tools/disasm.py ours; symbols found with nm -C; jump targets",
+        "# inside the function are written <+0xOFFSET>; names are shortened (disasm.short_name)",
+        "",
+    ]
     for vname, policy in VARIANTS:
         wanted = [
-            ("drain", rf"^int deferred_cleanup::pending_call<deferred_cleanup::{policy}>\(void\*\)$"),
+            (
+                "drain",
+                rf"^int deferred_cleanup::pending_call<deferred_cleanup::{policy}>\(void\*\)$",
+            ),
             ("producer", rf"produce<deferred_cleanup::{policy}>\("),
             ("schedule", rf"deferred_cleanup::schedule<deferred_cleanup::{policy}>\("),
             ("drain_all", rf"deferred_cleanup::drain_all<deferred_cleanup::{policy}>\("),
@@ -131,8 +224,8 @@ def ours(binary: Path) -> str:
                     continue  # inlined into its callers
                 raise SystemExit(f"disasm: no symbol for {vname} {what} ({pat}) in {binary}")
             addr, size, name = hits[0]
-            out.append(f"## {vname}: {what} -- {name}")
-            out.extend(mark(ln) for ln in objdump(binary, addr, addr + size))
+            out.append(f"## {vname}: {what} -- {short_name(name)}")
+            out.extend(mark(shorten(ln, name)) for ln in objdump(binary, addr, addr + size))
             out.append("")
     return "\n".join(out)
 
@@ -147,15 +240,18 @@ def wheel(path: Path) -> str:
         if len(names) != 1:
             raise SystemExit(f"disasm: {path.name}: no single _resource_handles .so ({names})")
         so = Path(z.extract(names[0], tmp))
-        dyn = subprocess.run([tool("nm"), "-D", str(so)], check=True, capture_output=True,
-                             text=True).stdout
+        dyn = subprocess.run(
+            [tool("nm"), "-D", str(so)], check=True, capture_output=True, text=True
+        ).stdout
         imports = {ln.split()[-1] for ln in dyn.splitlines() if ln.split()[:1] == ["U"]}
-        out = [f"# {WHEEL_NAME}",
-               f"# sha256 {digest}",
-               f"# file {names[0]}",
-               "# generated by tools/disasm.py wheel (nm -D, objdump -d --no-show-raw-insn)",
-               "",
-               "## nm -D: CPython life-cycle symbols imported (U) or absent"]
+        out = [
+            f"# {WHEEL_NAME}",
+            f"# sha256 {digest}",
+            f"# file {names[0]}",
+            "# generated by tools/disasm.py wheel (nm -D, objdump -d --no-show-raw-insn)",
+            "",
+            "## nm -D: CPython life-cycle symbols imported (U) or absent",
+        ]
         for sym in WHEEL_IMPORTS:
             out.append(f"{'U' if sym in imports else '-'} {sym}")
         out.append("")

@@ -2,21 +2,29 @@
 # make docs: build the documentation site into build/docs/html.
 #
 # What it does, skipping whatever is already done:
-#   1. Debian packages: doxygen, graphviz (dot), and for the browser check in
-#      tests/test_docs.py chromium and chromium-driver; apt-get installs the
+#   1. Debian packages: doxygen, graphviz (dot), for the browser check in
+#      tests/test_docs.py chromium and chromium-driver, and clang-format for
+#      the format check (tests/test_format.py); apt-get installs the
 #      missing ones (after apt-get update when the package lists are empty).
 #   2. The probe: the version page is generated from build/probe/probe.json,
 #      which `make probe` (tools/matrix.py probe) writes for every interpreter.
 #      When that file is missing or older than the probe's sources, this runs
 #      `python3 tools/matrix.py probe` first.  DC_DOCS_NO_PROBE=1 skips this
 #      step (the build then fails if the file is missing, and says so).
-#   3. Sphinx, in the matrix's `docs` environment (Python 3.12, the extension
+#   3. The hardware evidence: tools/evidence.py rebuilds tests/cpp's
+#      lost_wakeup and gate_sb (-O2), runs them with DC_EVIDENCE_N handoffs
+#      and DC_GATE_N rounds (default 200000 each, a few seconds) and
+#      disassembles them into build/evidence/, stamped with the commit and
+#      source hashes; the lost-wakeup page renders these, the committed
+#      notes/lost-wakeup/ copies when they are missing.  DC_DOCS_NO_EVIDENCE=1
+#      skips this step.
+#   4. Sphinx, in the matrix's `docs` environment (Python 3.12, the extension
 #      built in, docs/requirements.txt installed; tools/matrix.py provisions
 #      it): `-b html -W --keep-going -n -E`, so every warning fails the build
 #      and all of them are listed.  docs/conf.py runs Doxygen (XML only) when
 #      the build starts.  Warnings are also written to build/docs/warnings.log.
 #      Skipped when the last build succeeded and nothing it reads (docs/,
-#      reference/, notes/, tools/gpu_compare.py, probe.json, this script) changed since;
+#      reference/, notes/, tools/, probe.json, build/evidence) changed since;
 #      DC_DOCS_FORCE=1 rebuilds anyway.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +36,7 @@ command -v doxygen >/dev/null || need+=(doxygen)
 command -v dot >/dev/null || need+=(graphviz)
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
+command -v clang-format >/dev/null || need+=(clang-format)  # tests/test_format.py
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ]; then
     say "missing Debian packages: ${need[*]} (not root: install them with apt-get and run again)"
@@ -54,6 +63,9 @@ else
   for f in $probe_sources; do
     if [ "$f" -nt "$probe_json" ]; then stale="$f is newer than $probe_json"; break; fi
   done
+  if [ -z "$stale" ] && ! python3 tools/provenance.py check "$probe_json" >/dev/null 2>&1; then
+    stale="$probe_json has no provenance stamp or a source it measured changed"
+  fi
 fi
 if [ -n "$stale" ]; then
   if [ "${DC_DOCS_NO_PROBE:-0}" = 1 ]; then
@@ -80,11 +92,27 @@ else
   say "$probe_json is up to date"
 fi
 
-# ------------------------------------------------------------ 3. Sphinx
+# ------------------------------------------------------------ 3. the hardware evidence
+if [ "${DC_DOCS_NO_EVIDENCE:-0}" = 1 ]; then
+  say "DC_DOCS_NO_EVIDENCE=1: the lost-wakeup page shows the committed notes/lost-wakeup/"
+elif python3 tools/provenance.py check build/evidence/lost-wakeup.json >/dev/null 2>&1 \
+   && python3 tools/provenance.py check build/evidence/gate-sb.json >/dev/null 2>&1 \
+   && python3 tools/provenance.py check build/evidence/disasm-ours.txt >/dev/null 2>&1 \
+   && python3 tools/provenance.py check build/evidence/disasm-gate-sb.txt >/dev/null 2>&1; then
+  say "build/evidence is current (no source it measured changed)"
+else
+  say "re-measuring the lost wakeup and the gate on this CPU (tools/evidence.py, log: build/logs/evidence.log)"
+  mkdir -p build/logs
+  python3 tools/evidence.py --iterations "${DC_EVIDENCE_N:-200000}" \
+    --gate-iterations "${DC_GATE_N:-200000}" >build/logs/evidence.log 2>&1 \
+    || { tail -40 build/logs/evidence.log; exit 1; }
+fi
+
+# ------------------------------------------------------------ 4. Sphinx
 mkdir -p build/docs
 stamp=build/docs/.built-ok
 if [ "${DC_DOCS_FORCE:-0}" != 1 ] && [ -f "$stamp" ] && [ -f build/docs/html/index.html ] \
-   && [ -z "$(find docs reference notes tools/docs.sh tools/matrix.py tools/gpu_compare.py "$probe_json" -name __pycache__ -prune -o -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+   && [ -z "$(find docs reference notes tools tests/cpp build/evidence "$probe_json" -name __pycache__ -prune -o -newer "$stamp" -print -quit 2>/dev/null)" ]; then
   say "site is up to date (nothing changed since the last successful build): build/docs/html/index.html"
   exit 0
 fi

@@ -220,7 +220,7 @@ class CudaCoreImpl:
         self.dev.arch  # a property of the Device object held since setup
 
     def api(self) -> None:
-        self.cc.Device().arch  # the cheap call: Device() for the current device, then the property
+        self.cc.Device().arch  # a cheap call: Device() for the current device, then the property
 
     def entry(self) -> None:
         # create_graph_handle is one of the two callers of

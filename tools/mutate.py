@@ -163,17 +163,31 @@ def load_mutant(path: Path) -> Mutant:
     return m
 
 
+def find_pattern(find: str) -> re.Pattern:
+    """FIND as a pattern that ignores whitespace: the characters of FIND that
+    are not whitespace, in order, with any whitespace (also none) between any
+    two of them.  So a FIND survives a formatter (clang-format, ruff format)
+    that re-indents, breaks or joins lines, or adds or drops spaces."""
+    chars = [re.escape(c) for c in find if not c.isspace()]
+    return re.compile(r"\s*".join(chars))
+
+
 def check_applies(m: Mutant, root: Path) -> str:
     """Return the mutated text of m.file under root; raise MutantError when
-    FIND does not occur exactly once there."""
+    FIND does not occur exactly once there.
+
+    FIND matches modulo whitespace (:func:`find_pattern`); the span it
+    matches is replaced by REPLACE as written."""
     target = root / m.file
     if not target.is_file():
         raise MutantError(f"{m.name}: {m.file} does not exist (stale mutant)")
     text = target.read_text()
-    n = text.count(m.find)
-    if n != 1:
-        raise MutantError(f"{m.name}: FIND occurs {n} times in {m.file}, not once (stale mutant: re-point it)")
-    return text.replace(m.find, m.replace, 1)
+    spans = [x.span() for x in find_pattern(m.find).finditer(text)]
+    if len(spans) != 1:
+        raise MutantError(f"{m.name}: FIND occurs {len(spans)} times in {m.file} (whitespace "
+                          "ignored), not once (stale mutant: re-point it)")
+    a, b = spans[0]
+    return text[:a] + m.replace + text[b:]
 
 
 def load_all(directory: Path) -> list[Mutant]:

@@ -18,15 +18,29 @@ when the commit is not (a stamp made before its commit existed, a squash).
 removed, or new files matching a glob): the docs build shows "measured at
 <commit>; since then <files> changed" on the page when it is not empty.
 
+Where the stamp lives (:func:`read_stamp`, :func:`write_stamp`):
+
+* a JSON object: its key ``"provenance"``;
+* a text file (a disassembly, a log excerpt): its first line,
+  ``# provenance: {...}`` (the stamp as one line of JSON); pages quote such
+  files by markers further down, so the line shows nowhere;
+* any other file: a sidecar ``FILE.provenance.json`` holding the stamp.
+
+``--at COMMIT`` stamps a figure measured at an older commit: the hashes are
+those of the sources in that commit (``git show COMMIT:path``), so the docs
+show what changed since.
+
 Standard library only.  Usage::
 
-    tools/provenance.py stamp FILE.json [--glob G ...]   add or renew FILE's stamp
-    tools/provenance.py check FILE.json                   print the changed sources; exit 1 if any
-    tools/provenance.py show [--glob G ...]               print a stamp of the tree as it is
+    tools/provenance.py stamp FILE [--glob G ...] [--at COMMIT]   add or renew FILE's stamp
+    tools/provenance.py check FILE                   print the changed sources; exit 1 if any
+    tools/provenance.py show [--glob G ...]          print a stamp of the tree as it is
 """
+
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import hashlib
 import json
 import subprocess
@@ -59,29 +73,62 @@ def _aggregate(sources: dict[str, str]) -> str:
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return ""
 
 
-def stamp(globs: list[str] | None = None, repo: Path = REPO) -> dict:
-    """The stamp of the tree as it is now.
+def _files_at(globs: list[str], repo: Path, commit: str) -> dict[str, str]:
+    """Path -> sha256 of the files matching ``globs`` in ``commit``."""
+    listed = _git(repo, "ls-tree", "-r", "--name-only", commit).splitlines()
+    out = {}
+    for rel in listed:
+        if any(fnmatch.fnmatchcase(rel, g) for g in globs):
+            blob = subprocess.run(
+                ["git", "-C", str(repo), "show", f"{commit}:{rel}"], capture_output=True, check=True
+            ).stdout
+            out[rel] = hashlib.sha256(blob).hexdigest()
+    return out
+
+
+def stamp(globs: list[str] | None = None, repo: Path = REPO, at: str | None = None) -> dict:
+    """The stamp of the tree as it is now, or as it was at commit ``at``.
 
     :param globs: source globs relative to ``repo`` (default: the core headers)
     :param repo: the repository root
+    :param at: a commit: hash the sources as they were there (a figure
+        measured at an older commit); None: the working tree
     :returns: a JSON-ready dict (see the module docstring)
     :raises ValueError: when no file matches the globs
     """
     globs = list(globs or CORE_GLOBS)
+    if at is not None:
+        sources = _files_at(globs, repo, at)
+        if not sources:
+            raise ValueError(f"no source matches {globs} at {at}")
+        commit = _git(repo, "rev-parse", at) or at
+        return {
+            "commit": commit,
+            "dirty": False,
+            "globs": globs,
+            "sources": sources,
+            "sources_sha256": _aggregate(sources),
+        }
     files = _files(globs, repo)
     if not files:
         raise ValueError(f"no source matches {globs} under {repo}")
     sources = {f: _sha(repo / f) for f in files}
     commit = _git(repo, "rev-parse", "HEAD") or "unknown"
     dirty = bool(_git(repo, "status", "--porcelain", "--", *files))
-    return {"commit": commit, "dirty": dirty, "globs": globs, "sources": sources,
-            "sources_sha256": _aggregate(sources)}
+    return {
+        "commit": commit,
+        "dirty": dirty,
+        "globs": globs,
+        "sources": sources,
+        "sources_sha256": _aggregate(sources),
+    }
 
 
 def changed(st: dict, repo: Path = REPO) -> list[str]:
@@ -97,12 +144,70 @@ def changed(st: dict, repo: Path = REPO) -> list[str]:
     return sorted(f for f in set(now) | set(old) if now.get(f) != old.get(f))
 
 
+TEXT_PREFIX = "# provenance: "
+TEXT_SUFFIXES = (".txt", ".log", ".md", ".csv")
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".provenance.json")
+
+
+def read_stamp(path: Path) -> dict | None:
+    """The stamp a data file carries, wherever it lives (see the module
+    docstring); None when it carries none.
+
+    :param path: the data file
+    :returns: the stamp, or None
+    :raises OSError: when the file cannot be read
+    :raises ValueError: when a stamp is there but is not valid JSON
+    """
+    path = Path(path)
+    side = _sidecar(path)
+    if side.exists():
+        return json.loads(side.read_text())
+    if path.suffix == ".json":
+        data = json.loads(path.read_text())
+        return data.get("provenance") if isinstance(data, dict) else None
+    if path.suffix in TEXT_SUFFIXES:
+        first = path.read_text(errors="replace").split("\n", 1)[0]
+        if first.startswith(TEXT_PREFIX):
+            return json.loads(first[len(TEXT_PREFIX) :])
+    return None
+
+
+def write_stamp(path: Path, st: dict) -> None:
+    """Put ``st`` into ``path``: the JSON key, the text file's first line (an
+    old stamp line is replaced), or a sidecar for anything else.
+
+    :param path: the data file (it must exist)
+    :param st: a stamp made by :func:`stamp`
+    :raises OSError: when the file cannot be read or written
+    """
+    path = Path(path)
+    if path.suffix == ".json" and not _sidecar(path).exists():
+        data = json.loads(path.read_text())
+        if isinstance(data, dict):
+            data["provenance"] = st
+            path.write_text(json.dumps(data, indent=2) + "\n")
+            return
+    if path.suffix in TEXT_SUFFIXES and not _sidecar(path).exists():
+        text = path.read_text()
+        if text.startswith(TEXT_PREFIX):
+            text = text.split("\n", 1)[1] if "\n" in text else ""
+        path.write_text(TEXT_PREFIX + json.dumps(st, separators=(",", ":")) + "\n" + text)
+        return
+    _sidecar(path).write_text(json.dumps(st, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("stamp")
     s.add_argument("file", type=Path)
     s.add_argument("--glob", action="append", dest="globs")
+    s.add_argument("--at", help="the commit the figure was measured at (default: the working tree)")
     s = sub.add_parser("check")
     s.add_argument("file", type=Path)
     s = sub.add_parser("show")
@@ -111,12 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "show":
         print(json.dumps(stamp(a.globs), indent=2))
         return 0
-    data = json.loads(a.file.read_text())
+    old = read_stamp(a.file)
     if a.cmd == "stamp":
-        data["provenance"] = stamp(a.globs or data.get("provenance", {}).get("globs"))
-        a.file.write_text(json.dumps(data, indent=2) + "\n")
+        write_stamp(a.file, stamp(a.globs or (old or {}).get("globs"), at=a.at))
         return 0
-    diff = changed(data["provenance"])
+    if old is None:
+        print(f"{a.file}: no provenance stamp", file=sys.stderr)
+        return 2
+    diff = changed(old)
     for f in diff:
         print(f)
     return 1 if diff else 0

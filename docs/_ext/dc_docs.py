@@ -21,6 +21,9 @@ from the code and the measurements rather than copied from them.
 * ``.. lost-wakeup-table::``: the lost-wakeup rates per variant, read from
   the JSON that ``make lost-wakeup`` writes (``notes/lost-wakeup/lost-wakeup.json``,
   committed), with the machine and compiler it was measured on.
+* ``.. gate-sb-table::``: the same for ``gate-sb.json`` (tests/cpp/gate_sb.cpp).
+  Both read the copy that ``tools/docs.sh`` regenerated into ``build/evidence``
+  when there is one (``dc_evidence.resolve``).
 * ``.. component-quotes:: NAME``: checks that the header
   ``reference/include/deferred_cleanup/NAME.hpp`` is quoted by the page that
   uses it (each component page quotes its own header), then renders nothing.
@@ -318,15 +321,31 @@ class ProbeMatrix(SphinxDirective):
 
 
 # --------------------------------------------------------------- lost wakeup
+def _machine_line(data: dict, how: str, rel: str) -> str:
+    return (f"{how} on {data['cpu']} ({data['machine']}, {data['cpus_online']} CPUs online, "
+            f"{data['kernel']}), built with {data['compiler']} ``{data.get('flags', '').strip()}``. "
+            f"Rendered from :repo-file:`{rel}`.")
+
+
+def _how(rel: str, tool: str, committed: str) -> str:
+    if rel == committed:
+        return f"Measured by ``make lost-wakeup`` (``{tool}``)"
+    return "Re-measured by this build of the site (``tools/docs.sh`` runs ``tools/evidence.py``)"
+
+
 class LostWakeupTable(SphinxDirective):
-    """Render the JSON of ``make lost-wakeup`` (tests/cpp/lost_wakeup.cpp) as a
-    table: one row per variant, then the machine and compiler it ran on."""
+    """Render the JSON of tests/cpp/lost_wakeup.cpp as a table: one row per
+    variant, then the machine and compiler it ran on.  The regenerated copy
+    (``build/evidence/``) when there is one, else the committed one."""
 
     has_content = False
     option_spec = {"json": directives.unchanged}
 
     def run(self):
-        rel = self.options.get("json", "notes/lost-wakeup/lost-wakeup.json")
+        from dc_evidence import resolve  # docs/_ext/dc_evidence.py
+
+        committed = self.options.get("json", "notes/lost-wakeup/lost-wakeup.json")
+        rel = resolve(committed)
         path = REPO / rel
         self.env.note_dependency(str(path))
         if not path.exists():
@@ -338,13 +357,44 @@ class LostWakeupTable(SphinxDirective):
             n, k = v["iterations"], v["lost"]
             rows += [f"   * - ``{v['variant']}``", f"     - {n:,}", f"     - {k:,}",
                      f"     - {k / n:.2e}" if n else "     - -", f"     - {v['seconds']:.1f}"]
+        pinned = ", ".join(sorted({str(v["pinned"]).lower() for v in data["variants"]}))
         rst = [".. list-table::", "   :header-rows: 1", "", *rows, "",
-               f"Measured by ``make lost-wakeup`` on {data['cpu']} ({data['machine']}, "
-               f"{data['cpus_online']} CPUs online, {data['kernel']}), built with "
-               f"{data['compiler']} ``{data.get('flags', '').strip()}``; "
-               f"threads pinned: {', '.join(sorted({str(v['pinned']).lower() for v in data['variants']}))}. "
-               f"Source: :repo-file:`{rel}`."]
+               _machine_line(data, _how(rel, "tests/cpp/lost_wakeup.cpp", committed), rel)
+               + f" Threads pinned: {pinned}."]
         container = nodes.container(classes=["lost-wakeup-table"])
+        self.state.nested_parse(StringList(rst, source=str(path)), self.content_offset, container)
+        return [container]
+
+
+class GateSbTable(SphinxDirective):
+    """Render the JSON of tests/cpp/gate_sb.cpp as a table: one row per
+    policy (witnesses and the three other outcomes)."""
+
+    has_content = False
+    option_spec = {"json": directives.unchanged}
+
+    def run(self):
+        from dc_evidence import resolve  # docs/_ext/dc_evidence.py
+
+        committed = self.options.get("json", "notes/lost-wakeup/gate-sb.json")
+        rel = resolve(committed)
+        path = REPO / rel
+        self.env.note_dependency(str(path))
+        if not path.exists():
+            raise self.error(f"{rel} is missing: run `make lost-wakeup` and commit it")
+        data = json.loads(path.read_text())
+        head = ["policy", "iterations", "witnesses", "first at", "shutdown first",
+                "producer first", "both saw", "seconds"]
+        rows = ["   * - " + head[0], *[f"     - {h}" for h in head[1:]]]
+        for p in data["policies"]:
+            first = f"{p['first_witness_at']:,}" if p["witnesses"] else "-"
+            cells = [f"``{p['policy']}``", f"{p['iterations']:,}", f"{p['witnesses']:,}", first,
+                     f"{p['shutdown_first']:,}", f"{p['producer_first']:,}", f"{p['both_saw']:,}",
+                     f"{p['seconds']:.1f}"]
+            rows += ["   * - " + cells[0], *[f"     - {c}" for c in cells[1:]]]
+        rst = [".. list-table::", "   :header-rows: 1", "", *rows, "",
+               _machine_line(data, _how(rel, "tests/cpp/gate_sb.cpp", committed), rel)]
+        container = nodes.container(classes=["gate-sb-table"])
         self.state.nested_parse(StringList(rst, source=str(path)), self.content_offset, container)
         return [container]
 
@@ -524,7 +574,56 @@ class DoxygenHeader(SphinxDirective):
         for para in list(container.findall(nodes.paragraph)):
             if para.parent is not None and not isinstance(para.parent, nodes.field_body):
                 labelled_fields(para)
+        link_essay_mentions(container, header, self.env)
         return container.children
+
+
+# A header's comments say "see the essay above": the essay is the header's
+# opening comment, which this page does not show; its design page explains it.
+ESSAY_MENTION = re.compile(r"\b(the essay above)")
+ESSAY_PAGE = {"policy.hpp": "design/variants", "driver.hpp": "design/variants"}
+
+
+def essay_doc(header: str, env) -> str:
+    """The page that explains ``header``'s opening essay."""
+    doc = ESSAY_PAGE.get(header, f"design/{Path(header).stem}")
+    return doc if doc in env.found_docs else "design/index"
+
+
+def link_essay_mentions(root: nodes.Node, header: str, env) -> None:
+    """Turn each "the essay above" in ``root``'s text into a link to the
+    design page of ``header`` (the API page shows no essay above)."""
+    target = essay_doc(header, env)
+    for text in list(root.findall(nodes.Text)):
+        parent = text.parent
+        if parent is None or isinstance(parent, (nodes.literal, nodes.reference, addnodes.pending_xref)):
+            continue
+        parts = ESSAY_MENTION.split(text.astext())
+        if len(parts) == 1:
+            continue
+        new: list[nodes.Node] = []
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                if part:
+                    new.append(nodes.Text(part))
+                continue
+            ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + target,
+                                        refexplicit=True, refwarn=True)
+            ref += nodes.inline("", f"the essay of {header}")
+            new.append(ref)
+        idx = parent.index(text)
+        parent.remove(text)
+        for j, n in enumerate(new):
+            parent.insert(idx + j, n)
+
+
+def drop_empty_bases(app, doctree) -> None:
+    """``doctree-read``: autodoc writes "Bases:" even when
+    :func:`hide_pybind_base` removed every base (a pybind11 class whose only
+    base is ``pybind11_object``); drop that empty line."""
+    for para in list(doctree.findall(nodes.paragraph)):
+        if para.astext().strip() == "Bases:" and para.parent is not None:
+            para.parent.remove(para)
 
 
 # --------------------------------------------------------------- include graph
@@ -945,6 +1044,8 @@ def setup(app: Sphinx):
     app.add_directive("probe-matrix", ProbeMatrix)
     app.add_directive("component-quotes", ComponentQuotes)
     app.add_directive("lost-wakeup-table", LostWakeupTable)
+    app.add_directive("gate-sb-table", GateSbTable)
+    app.setup_extension("dc_evidence")  # provenance notices, literalinclude of regenerated data
     app.add_directive("sequence", Sequence)
     app.add_directive("doxygen-header", DoxygenHeader)
     app.add_directive("include-graph", IncludeGraph)
@@ -954,6 +1055,7 @@ def setup(app: Sphinx):
     app.connect("doctree-resolved", link_citations)
     app.connect("html-page-context", rewrite_html)
     app.connect("doctree-read", contract_row_ids)
+    app.connect("doctree-read", drop_empty_bases)
     app.connect("autodoc-process-docstring", raises_nothing, priority=400)  # before napoleon (500)
     app.connect("autodoc-process-docstring", drop_signature_lines, priority=300)
     app.connect("autodoc-process-signature", public_signature)
