@@ -11,7 +11,7 @@
 #   logs.tar.gz        every raw log (benchmark JSON, per-subprocess logs)
 #
 # Knobs (environment): DC_BENCH_REPS (3), DC_BENCH_MIN_TIME (0.2 s),
-# GC_BUDGET_S (230: gpu_compare's wall-clock budget), GC_E_SECONDS (10),
+# GC_BUDGET_S (220: gpu_compare's wall-clock budget), GC_E_SECONDS (10),
 # GC_SCENARIOS (X,A,B,C,D,E: X first, so that the budget never cuts it).
 # Run: bash .gpu/tools/gpu_session.sh   (from the root of the carried checkout)
 set -u
@@ -45,13 +45,13 @@ export LD_LIBRARY_PATH="$B/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 DC_BENCH_BINARY_DIR="$B/bin" DC_BENCH_NO_E2E=1 DC_BENCH_REPS=${DC_BENCH_REPS:-3} \
   DC_BENCH_MIN_TIME=${DC_BENCH_MIN_TIME:-0.2} DC_BENCH_PROVENANCE="$B/provenance-bench.json" \
   DC_BENCH_MACHINE_NOTE="the GPU host's 16-core virtual machine; nothing else of this project ran during the run" \
-  timeout 330 python3 "$B/tools/bench.py" && cp "$B/build/bench/bench.json" "$OUT/bench.json"
+  timeout 300 python3 "$B/tools/bench.py" && cp "$B/build/bench/bench.json" "$OUT/bench.json"
 say "benchmarks: exit $?"
 
-say "gpu_compare (budget ${GC_BUDGET_S:-230} s)"
-PYTHONPATH=/tmp/dc DCPC_LIB="$B/bin/libdcpc.so" timeout 300 python3 "$B/tools/gpu_compare.py" \
+say "gpu_compare (budget ${GC_BUDGET_S:-220} s)"
+PYTHONPATH=/tmp/dc DCPC_LIB="$B/bin/libdcpc.so" timeout 270 python3 "$B/tools/gpu_compare.py" \
   --out /tmp/gc --cuda-core 1.2.0=env --cuda-core 1.2.2=/tmp/cc122 --ours reference cuda-core-1.2 \
-  --scenarios "${GC_SCENARIOS:-X,A,B,C,D,E}" --budget-s "${GC_BUDGET_S:-230}" \
+  --scenarios "${GC_SCENARIOS:-X,A,B,C,D,E}" --budget-s "${GC_BUDGET_S:-220}" \
   --e-seconds "${GC_E_SECONDS:-10}"
 say "gpu_compare: exit $?"
 if [ -f /tmp/gc/gpu-compare.json ]; then
