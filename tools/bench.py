@@ -115,8 +115,8 @@ def build_core() -> Path:
     return CMAKE_DIR / "bench_core"
 
 
-#: What the shared-line binary runs: the rows its layout can change.
-SHARED_LINE_FILTER = "^shared_line/(mt/destructor|destructor)/"
+#: What the shared-line binary runs: the reference's rows that its layout can change.
+SHARED_LINE_FILTER = "^shared_line/(mt/destructor|destructor)/reference/"
 
 
 def run_core(binary: Path) -> dict:

@@ -512,7 +512,7 @@ void register_variant() {
       ->ArgName("threads")
       ->ArgsProduct({kThreadCounts})
       ->UseManualTime()
-      ->Iterations(g_smoke ? 1 : 40);
+      ->Iterations(g_smoke ? 1 : 15);
 }
 
 void register_all() {
@@ -545,7 +545,7 @@ void register_all() {
   for (auto* b :
        {benchmark::RegisterBenchmark(row("mt/treiber_push").c_str(), &BM_Producers<TreiberShape>),
         benchmark::RegisterBenchmark(row("mt/mutex_vector").c_str(), &BM_Producers<MutexVectorShape>)}) {
-    b->ArgName("threads")->ArgsProduct({kThreadCounts})->UseManualTime()->Iterations(g_smoke ? 1 : 40);
+    b->ArgName("threads")->ArgsProduct({kThreadCounts})->UseManualTime()->Iterations(g_smoke ? 1 : 15);
   }
 }
 
