@@ -856,7 +856,7 @@ def run_x(impl: dict, out: Path, deadline: float, e_seconds: float) -> dict:
     bad = [r for r in runs if r.get("status") != "ok"]
     rec = {"scenario": "X", "impl": impl["id"], "status": "ok" if runs and not bad else (
         bad[0]["status"] if bad else "not run"), "seconds": round(sum(r.get("seconds", 0) for r in runs), 3),
-        "figures": total, "runs": runs, "log": f"logs/X--{impl['id']}--N.log"}
+        "figures": total, "runs": runs, "log": runs[0]["log"] if runs else f"logs/X--{impl['id']}--1.log"}
     if len(runs) < X_RUNS:
         rec["why"] = f"{len(runs)} of {X_RUNS} runs: the run's budget was spent"
     elif bad:
@@ -891,7 +891,8 @@ def parent(a: argparse.Namespace) -> int:
                    "executable": sys.executable},
         "our_commit": our_commit(),
         "implementations": [{k: v for k, v in i.items() if k != "env"} for i in impls],
-        "scenarios": [{"id": s, "title": SCENARIOS[s], "timeout_s": TIMEOUT_S[s]} for s in scenarios],
+        "scenarios": [{"id": s, "title": SCENARIOS[s], "timeout_s": TIMEOUT_S[s]}
+                      for s in SCENARIOS if s in scenarios],  # table order, whatever the run order
         "e_seconds": a.e_seconds,
         "results": [],
     }
