@@ -363,8 +363,8 @@ def headline(core: dict, e2e: dict) -> list[dict]:
     num, den = "batch16/destructor/reference/none", "batch16/destructor/cuda-core-1.2/none"
     if num in core and den in core:
         value = batch_ns(core, num) / batch_ns(core, den)
-        _row(h, "slow_path.reference", "reference: destructor path, no pending call outstanding / "
-             "cuda-core-1.2's", num, den, "batch_ns", value, f"<= {TARGET_SLOW_PATH}", value <= TARGET_SLOW_PATH)
+        _row(h, "slow_path.reference", "reference / cuda-core-1.2: destructor path, no pending call "
+             "outstanding", num, den, "batch_ns", value, f"<= {TARGET_SLOW_PATH}", value <= TARGET_SLOW_PATH)
     for t in THREAD_COUNTS:
         tre, mtx = f"mt/treiber_push/threads:{t}", f"mt/mutex_vector/threads:{t}"
         if tre not in core:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -218,7 +219,8 @@ class BenchSharedLine(_BenchDirective):
         out = list_table(["producers", "own lines (M items/s)", "one line (M items/s)", "own / one",
                           "bare Treiber push (M items/s)", "own lines / Treiber"], rows, "dc-bench-shared-line")
         m, st = data["machine"], data["provenance"]
-        out += [f"{data['what']}. {m['cpu']}, {m['cores']} cores, {m['date_utc']}; measured at commit "
+        what = re.sub(r"\b(\w+_)(?=[\s,)])", r"``\1``", data["what"])  # head_ etc. are not link targets
+        out += [f"{what}. {m['cpu']}, {m['cores']} cores, {m['date_utc']}; measured at commit "
                 f"``{st['commit'][:12]}``.", ""]
         return out
 
