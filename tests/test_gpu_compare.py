@@ -150,10 +150,9 @@ def test_a_crash_or_hang_of_an_implementation_is_a_result(tool, tmp_path, behavi
         assert 5.0 <= rec["seconds"] < 30.0
 
 
-EXIT_RUN = REPO / "notes" / "gpu" / "exit"
-
-
-def test_exit_run_is_complete_and_its_markdown_generated(tool):
+@pytest.mark.parametrize("folder", ["exit", "exit-first"])
+def test_exit_run_is_complete_and_its_markdown_generated(tool, folder):
+    EXIT_RUN = REPO / "notes" / "gpu" / folder
     data = json.loads((EXIT_RUN / "gpu-compare.json").read_text())
     assert [sc["id"] for sc in data["scenarios"]] == ["X"]
     ids = {i["id"] for i in data["implementations"]}
@@ -167,7 +166,10 @@ def test_exit_run_is_complete_and_its_markdown_generated(tool):
     assert (EXIT_RUN / "gpu-compare.md").read_text() == tool.render_markdown(data)
     assert data["provenance"]["commit"] and data["provenance"]["sources"]
     page = PAGE.read_text()
-    assert re.search(r"^\.\. gpu-compare-table:: notes/gpu/exit/gpu-compare\.json\s*$", page, re.M)
+    assert re.search(r"^\.\. gpu-compare-table:: notes/gpu/" + re.escape(folder) + r"/gpu-compare\.json\s*$",
+                     page, re.M)
+    for r in data["results"]:
+        assert all((EXIT_RUN / run["log"]).is_file() for run in r["runs"]), r["impl"]
 
 
 def _build_counter(tmp_path: Path) -> Path:
