@@ -1045,7 +1045,9 @@ def header_lines(data: dict) -> list[str]:
         f"- Python: {py['implementation']} {py['version']}",
         f"- Implementations: {impls}",
         f"- Our commit: {data['our_commit']}; run {data['started_utc']} to {data.get('finished_utc')}",
-    ]
+    ] + ([f"- Provenance: measured at commit {data['provenance']['commit'][:12]}; sources "
+          f"{', '.join(data['provenance']['globs'])}, sha256 {data['provenance']['sources_sha256'][:16]}"]
+         if data.get("provenance") else [])
 
 
 def render_markdown(data: dict) -> str:
