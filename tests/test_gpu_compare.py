@@ -224,9 +224,15 @@ def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_p
     fig = data["figures"]
     assert fig["pending_call_slots_patched"] >= 1
     tool.exit_figures(fig, rlog, pcc, data["main_thread"])
-    assert (fig["released_before_last_line"], fig["released_at_exit"]) == (0, 200), fig
-    assert fig["released_at_exit_on_main"] == 200, fig
-    assert fig["calls_added"] >= 1 and fig["calls_ran"] == fig["calls_added"], fig
+    assert fig["released_before_last_line"] == 0, fig
+    assert fig["released_at_exit_on_main"] == fig["released_at_exit"], fig
+    assert fig["calls_ran"] == fig["calls_added"], fig
     assert fig["added_off_main"] == fig["calls_added"], "the simulated driver's threads add the calls"
-    if variant == "cuda-core-1.2":  # no exit wait: the releases come through its pending call
-        assert fig["released_in_counted_call"] == 200, fig
+    if variant == "reference":  # its exit sequence waits for the destructors: all 200, every run
+        assert fig["released_at_exit"] == 200 and fig["calls_added"] >= 1, fig
+    else:
+        # No exit wait: whether the destructor threads beat finalization is a
+        # race (as for the wheel), but whatever is released at exit was
+        # released by a counted pending call, and nothing twice.
+        assert fig["released_at_exit"] + fig["never_released"] == 200, fig
+        assert fig["released_in_counted_call"] == fig["released_at_exit"], fig
