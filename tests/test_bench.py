@@ -52,8 +52,10 @@ def test_every_benchmark_ran_without_error(smoke_rows):
                 "floor/drain/100000", "floor/drain_reversed/1000", "floor/drain_reversed/100000"]
     for v in _variants(smoke_rows):
         expected += [f"destructor/{v}/outstanding", f"batch16/destructor/{v}/none", f"drain/{v}/1000",
-                     f"drain/{v}/100000"] + [f"mt/destructor/{v}/threads:{t}" for t in bench.THREAD_COUNTS]
-    expected += [f"mt/{s}/threads:{t}" for s in ("treiber_push", "mutex_vector") for t in bench.THREAD_COUNTS]
+                     f"drain/{v}/100000"]
+        expected += [f"mt/destructor/{v}/threads:{t}" for t in bench.THREAD_COUNTS]
+    expected += [f"mt/{s}/threads:{t}" for s in ("treiber_push", "mutex_vector")
+                 for t in bench.THREAD_COUNTS]
     assert bench.THREAD_COUNTS == [1, 2, 4, 8, 12, 16]
     missing = [name for name in expected if name not in smoke_rows]
     assert missing == [], f"rows missing from the smoke run: {missing}"
@@ -67,9 +69,10 @@ def test_shared_line_binary_packs_the_fields_and_names_its_rows(smoke_rows):
     binary = bench.build_core()
     out = {}
     for exe in (binary, binary.parent / "bench_core_shared_line"):
+        rows = f"{bench.SHARED_LINE_FILTER}|^destructor/reference/"
         p = subprocess.run([str(exe), "--benchmark_min_time=0.001", "--benchmark_format=json",
-                            f"--benchmark_filter={bench.SHARED_LINE_FILTER}|^destructor/reference/"],
-                           env=dict(os.environ, DC_BENCH_SMOKE="1"), capture_output=True, text=True, timeout=300)
+                            f"--benchmark_filter={rows}"], env=dict(os.environ, DC_BENCH_SMOKE="1"),
+                           capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         out[exe.name] = json.loads(p.stdout)
     assert out["bench_core"]["context"]["queue_field_align"] == "64"
@@ -77,7 +80,8 @@ def test_shared_line_binary_packs_the_fields_and_names_its_rows(smoke_rows):
     names = [b["run_name"] for b in out["bench_core_shared_line"]["benchmarks"]]
     assert "shared_line/destructor/reference/outstanding" in names
     assert all(n.startswith("shared_line/") for n in names), names
-    assert [b["run_name"] for b in out["bench_core"]["benchmarks"]] == ["destructor/reference/outstanding"]
+    names = [b["run_name"] for b in out["bench_core"]["benchmarks"]]
+    assert names == ["destructor/reference/outstanding"]
 
 
 def test_drain_floor_rows_run_every_cleanup(smoke_rows):

@@ -161,13 +161,14 @@ def test_exit_run_is_complete_and_its_markdown_generated(tool, folder):
         assert r["status"] == "ok" and len(r["runs"]) == tool.X_RUNS, r["impl"]
         f = r["figures"]
         assert f["payloads"] == 200 * tool.X_RUNS
-        assert f["released_before_last_line"] + f["released_at_exit"] + f["never_released"] == f["payloads"]
+        parts = f["released_before_last_line"] + f["released_at_exit"] + f["never_released"]
+        assert parts == f["payloads"]
         assert "calls_added" in f, "the pending-call counter was not in the run"
     assert (EXIT_RUN / "gpu-compare.md").read_text() == tool.render_markdown(data)
     assert data["provenance"]["commit"] and data["provenance"]["sources"]
     page = PAGE.read_text()
-    assert re.search(r"^\.\. gpu-compare-table:: notes/gpu/" + re.escape(folder) + r"/gpu-compare\.json\s*$",
-                     page, re.M)
+    table = r"^\.\. gpu-compare-table:: notes/gpu/" + re.escape(folder) + r"/gpu-compare\.json\s*$"
+    assert re.search(table, page, re.M)
     for r in data["results"]:
         assert all((EXIT_RUN / run["log"]).is_file() for run in r["runs"]), r["impl"]
 
@@ -175,8 +176,8 @@ def test_exit_run_is_complete_and_its_markdown_generated(tool, folder):
 def _build_counter(tmp_path: Path) -> Path:
     lib = tmp_path / "libdcpc.so"
     src = REPO / "tools" / "pending_call_counter.c"
-    p = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o", str(lib), str(src),
-                        "-ldl"], capture_output=True, text=True)
+    p = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o", str(lib),
+                        str(src), "-ldl"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return lib
 
@@ -216,9 +217,10 @@ def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_p
     script = tmp_path / "child.py"
     script.write_text(SIM_CHILD)
     result, rlog, pcc = tmp_path / "r.json", tmp_path / "rel.txt", tmp_path / "pcc.json"
-    env = dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT=variant, DCPC_LIB=str(lib), DCPC_OUT=str(pcc))
-    p = subprocess.run([sys.executable, str(script), str(TOOL.parent), str(result), str(rlog)], env=env,
-                       capture_output=True, text=True, timeout=120)
+    env = dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT=variant, DCPC_LIB=str(lib),
+               DCPC_OUT=str(pcc))
+    p = subprocess.run([sys.executable, str(script), str(TOOL.parent), str(result), str(rlog)],
+                       env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-3000:]
     data = json.loads(result.read_text())
     fig = data["figures"]
@@ -227,7 +229,7 @@ def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_p
     assert fig["released_before_last_line"] == 0, fig
     assert fig["released_at_exit_on_main"] == fig["released_at_exit"], fig
     assert fig["calls_ran"] == fig["calls_added"], fig
-    assert fig["added_off_main"] == fig["calls_added"], "the simulated driver's threads add the calls"
+    assert fig["added_off_main"] == fig["calls_added"], "the simulated driver's threads add them"
     if variant == "reference":  # its exit sequence waits for the destructors: all 200, every run
         assert fig["released_at_exit"] == 200 and fig["calls_added"] >= 1, fig
     else:

@@ -34,14 +34,16 @@ rm -rf "$DEST"
 mkdir -p "$DEST"/{bin,wheels,wheels-cc122,tools} build/gpu-bundle "$CACHE"
 
 say "Google Benchmark binaries (tests/bench, Release)"
-cmake -S tests/bench -B build/gpu-bundle/bench -DCMAKE_BUILD_TYPE=Release >build/gpu-bundle/cmake.log
+cmake -S tests/bench -B build/gpu-bundle/bench -DCMAKE_BUILD_TYPE=Release \
+  >build/gpu-bundle/cmake.log
 cmake --build build/gpu-bundle/bench -j2 >>build/gpu-bundle/cmake.log
 cp build/gpu-bundle/bench/bench_core build/gpu-bundle/bench/bench_core_shared_line "$DEST/bin/"
 lib=$(ldd build/gpu-bundle/bench/bench_core | awk '/libbenchmark/ {print $3}')
 cp -L "$lib" "$DEST/bin/$(basename "$lib")"
 
 say "pending-call counter (tools/pending_call_counter.c)"
-gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$DEST/bin/libdcpc.so" tools/pending_call_counter.c -ldl
+gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$DEST/bin/libdcpc.so" \
+  tools/pending_call_counter.c -ldl
 
 say "deferred_cleanup wheel for CPython 3.12 ($PY)"
 "$PY" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
@@ -50,8 +52,9 @@ say "deferred_cleanup wheel for CPython 3.12 ($PY)"
 
 say "cuda-core 1.2.2 wheel (pip download, cached in $CACHE)"
 if ! ls "$CACHE"/cuda_core-1.2.2-*.whl >/dev/null 2>&1; then
-  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \
+    --platform manylinux_2_24_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$CACHE" cuda-core==1.2.2
 fi
 cp "$CACHE"/cuda_core-1.2.2-*.whl "$DEST/wheels-cc122/"
@@ -66,8 +69,10 @@ python3 tools/provenance.py show --glob 'reference/include/deferred_cleanup/*.hp
   --glob 'reference/python/deferred_cleanup/*.py' --glob 'tools/gpu_compare.py' \
   --glob 'tools/pending_call_counter.c' >"$DEST/provenance-gpu-compare.json"
 {
-  echo "DC_COMMIT=$(git rev-parse --short=12 HEAD)$(git status --porcelain --untracked-files=no | grep -q . && echo +uncommitted || true)"
+  dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo +uncommitted || true)
+  echo "DC_COMMIT=$(git rev-parse --short=12 HEAD)$dirty"
   echo "DC_BENCH_COMPILER='$(g++ --version | head -1)'"
   echo "DC_BENCH_GBENCH='$(dpkg-query -W -f='${Version}' libbenchmark-dev)'"
 } >"$DEST/meta.env"
-say "$(du -sh "$DEST" | cut -f1) in $DEST; device command: bash .gpu/tools/gpu_session.sh (carry .gpu)"
+say "$(du -sh "$DEST" | cut -f1) in $DEST"
+say "device command: bash .gpu/tools/gpu_session.sh (carry .gpu)"

@@ -8,11 +8,14 @@
 set -euo pipefail
 SRC=$(realpath "$1")
 cd "$(dirname "$0")/.."
-[ -f "$SRC/bench.json" ] && cp "$SRC/bench.json" docs/_data/bench.json || echo "no bench.json in $SRC"
+if [ -f "$SRC/bench.json" ]; then cp "$SRC/bench.json" docs/_data/bench.json
+else echo "no bench.json in $SRC"; fi
 if [ -f "$SRC/gpu-compare.json" ]; then
   rm -rf notes/gpu/compare
   mkdir -p notes/gpu/compare
-  cp "$SRC/gpu-compare.json" "$SRC/gpu-compare.md" "$SRC/machine.txt" "$SRC/session.log" notes/gpu/compare/
+  for f in gpu-compare.json gpu-compare.md machine.txt session.log; do
+    cp "$SRC/$f" notes/gpu/compare/
+  done
   tmp=$(mktemp -d)
   tar -xzf "$SRC/logs.tar.gz" -C "$tmp"
   cp -r "$tmp/gc/logs" notes/gpu/compare/logs

@@ -37,14 +37,16 @@ say "machine"
 cat "$OUT/machine.txt"
 
 say "install: our wheel into /tmp/dc, cuda-core 1.2.2 into /tmp/cc122"
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/dc "$B"/wheels/*.whl || exit 3
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cc122 "$B"/wheels-cc122/*.whl || exit 3
+pipi() { python3 -m pip install -q --no-index --no-deps --no-compile --target "$@"; }
+pipi /tmp/dc "$B"/wheels/*.whl || exit 3
+pipi /tmp/cc122 "$B"/wheels-cc122/*.whl || exit 3
 
 say "benchmarks (DC_BENCH_REPS=${DC_BENCH_REPS:-3})"
 export LD_LIBRARY_PATH="$B/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 DC_BENCH_BINARY_DIR="$B/bin" DC_BENCH_NO_E2E=1 DC_BENCH_REPS=${DC_BENCH_REPS:-3} \
   DC_BENCH_MIN_TIME=${DC_BENCH_MIN_TIME:-0.2} DC_BENCH_PROVENANCE="$B/provenance-bench.json" \
-  DC_BENCH_MACHINE_NOTE="the GPU host's 16-core virtual machine; nothing else of this project ran during the run" \
+  DC_BENCH_MACHINE_NOTE="the GPU host's 16-core virtual machine; nothing else of this project \
+ran during the run" \
   timeout 300 python3 "$B/tools/bench.py" && cp "$B/build/bench/bench.json" "$OUT/bench.json"
 say "benchmarks: exit $?"
 

@@ -132,8 +132,8 @@ static void write_out(void) {
   fprintf(f, "], \"marks\": [");
   int m = atomic_load(&n_marks);
   if (m > kMaxMarks) m = kMaxMarks;
-  for (int i = 0; i < m; ++i) fprintf(f, "%s[%lld, \"%s\"]", i ? ", " : "", (long long)marks[i].t_ns,
-                                      marks[i].text);
+  for (int i = 0; i < m; ++i)
+    fprintf(f, "%s[%lld, \"%s\"]", i ? ", " : "", (long long)marks[i].t_ns, marks[i].text);
   fprintf(f, "]}\n");
   fclose(f);
 }
@@ -205,7 +205,8 @@ int dcpc_hook(const char *const *names) {
   if (real_add == NULL) {
     real_add = (add_fn)dlsym(RTLD_DEFAULT, "Py_AddPendingCall");
     real_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");  /* 3.13+ */
-    if (real_finalizing == NULL) real_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");
+    if (real_finalizing == NULL)
+      real_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");  /* 3.10-3.12 */
     if (real_add == NULL) return -1;
     main_thread = (unsigned long)pthread_self();
     atexit(write_out);
