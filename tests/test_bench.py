@@ -48,14 +48,48 @@ def test_every_benchmark_ran_without_error(smoke_rows):
     assert errors == {}
     expected = ["floor/treiber_push", "mutex_vector/outstanding", "naive/per_payload/31", "naive/per_payload/32",
                 "clock/steady_clock_pair", "batch16/floor/treiber_push", "batch16/mutex_vector/none",
-                "batch16/naive/per_payload", "direct/1000", "direct/100000"]
+                "batch16/naive/per_payload", "direct/1000", "direct/100000", "floor/drain/1000",
+                "floor/drain/100000", "floor/drain_reversed/1000", "floor/drain_reversed/100000"]
     for v in _variants(smoke_rows):
         expected += [f"destructor/{v}/outstanding", f"batch16/destructor/{v}/none", f"drain/{v}/1000",
-                     f"drain/{v}/100000"] + [f"mt/destructor/{v}/threads:{t}" for t in (1, 2, 4, 8)]
-    expected += [f"mt/{s}/threads:{t}" for s in ("treiber_push", "mutex_vector") for t in (1, 2, 4, 8)]
+                     f"drain/{v}/100000"]
+        expected += [f"mt/destructor/{v}/threads:{t}" for t in bench.THREAD_COUNTS]
+    expected += [f"mt/{s}/threads:{t}" for s in ("treiber_push", "mutex_vector")
+                 for t in bench.THREAD_COUNTS]
+    assert bench.THREAD_COUNTS == [1, 2, 4, 8, 12, 16]
     missing = [name for name in expected if name not in smoke_rows]
     assert missing == [], f"rows missing from the smoke run: {missing}"
     assert all(b["iterations"] >= 1 and b["items_per_second"] > 0 for b in smoke_rows.values())
+
+
+def test_shared_line_binary_packs_the_fields_and_names_its_rows(smoke_rows):
+    # bench_core keeps head_, scheduled_ and the gate on lines of their own;
+    # bench_core_shared_line is the same source with DC_QUEUE_FIELD_ALIGN=8,
+    # and tools/bench.py reads its rows under the "shared_line/" prefix.
+    binary = bench.build_core()
+    out = {}
+    for exe in (binary, binary.parent / "bench_core_shared_line"):
+        rows = f"{bench.SHARED_LINE_FILTER}|^destructor/reference/"
+        p = subprocess.run([str(exe), "--benchmark_min_time=0.001", "--benchmark_format=json",
+                            f"--benchmark_filter={rows}"], env=dict(os.environ, DC_BENCH_SMOKE="1"),
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        out[exe.name] = json.loads(p.stdout)
+    assert out["bench_core"]["context"]["queue_field_align"] == "64"
+    assert out["bench_core_shared_line"]["context"]["queue_field_align"] == "8"
+    names = [b["run_name"] for b in out["bench_core_shared_line"]["benchmarks"]]
+    assert "shared_line/destructor/reference/outstanding" in names
+    assert all(n.startswith("shared_line/") for n in names), names
+    names = [b["run_name"] for b in out["bench_core"]["benchmarks"]]
+    assert names == ["destructor/reference/outstanding"]
+
+
+def test_drain_floor_rows_run_every_cleanup(smoke_rows):
+    # A floor row stops with an error when a cleanup did not run.
+    for n in (1000, 100000):
+        for name in (f"floor/drain/{n}", f"floor/drain_reversed/{n}"):
+            assert not smoke_rows[name].get("error_occurred"), name
+            assert smoke_rows[name]["items"] == n
 
 
 def test_naive_design_is_refused_at_cpython_capacity(smoke_rows):

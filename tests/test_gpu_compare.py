@@ -81,8 +81,9 @@ def test_the_page_renders_the_committed_json_and_quotes_every_scenario(tool):
     page = PAGE.read_text()
     assert re.search(r"^\.\. gpu-compare-table:: " + re.escape(JSON_REL) + r"\s*$", page, re.M)
     quoted = set(re.findall(r":pyobject: (\w+)", page))
-    scenario_functions = {n for n in dir(tool) if re.fullmatch(r"scenario_[a-e]", n)}
-    assert scenario_functions == {"scenario_a", "scenario_b", "scenario_c", "scenario_d", "scenario_e"}
+    scenario_functions = {n for n in dir(tool) if re.fullmatch(r"scenario_[a-ex]", n)}
+    assert scenario_functions == {"scenario_a", "scenario_b", "scenario_c", "scenario_d", "scenario_e",
+                                  "scenario_x"}
     assert scenario_functions | {"CudaCoreImpl", "OursImpl"} <= quoted
     assert "gpu-compare" in (REPO / "docs" / "index.rst").read_text()
 
@@ -147,3 +148,93 @@ def test_a_crash_or_hang_of_an_implementation_is_a_result(tool, tmp_path, behavi
     assert row == ("crashed (SIGABRT)" if behaviour == "crash" else "hung (killed after 5.0 s)")
     if behaviour == "hang":
         assert 5.0 <= rec["seconds"] < 30.0
+
+
+@pytest.mark.parametrize("folder", ["exit", "exit-first"])
+def test_exit_run_is_complete_and_its_markdown_generated(tool, folder):
+    EXIT_RUN = REPO / "notes" / "gpu" / folder
+    data = json.loads((EXIT_RUN / "gpu-compare.json").read_text())
+    assert [sc["id"] for sc in data["scenarios"]] == ["X"]
+    ids = {i["id"] for i in data["implementations"]}
+    assert {r["impl"] for r in data["results"]} == ids and len(ids) == 4
+    for r in data["results"]:
+        assert r["status"] == "ok" and len(r["runs"]) == tool.X_RUNS, r["impl"]
+        f = r["figures"]
+        assert f["payloads"] == 200 * tool.X_RUNS
+        parts = f["released_before_last_line"] + f["released_at_exit"] + f["never_released"]
+        assert parts == f["payloads"]
+        assert "calls_added" in f, "the pending-call counter was not in the run"
+    assert (EXIT_RUN / "gpu-compare.md").read_text() == tool.render_markdown(data)
+    assert data["provenance"]["commit"] and data["provenance"]["sources"]
+    page = PAGE.read_text()
+    table = r"^\.\. gpu-compare-table:: notes/gpu/" + re.escape(folder) + r"/gpu-compare\.json\s*$"
+    assert re.search(table, page, re.M)
+    for r in data["results"]:
+        assert all((EXIT_RUN / run["log"]).is_file() for run in r["runs"]), r["impl"]
+
+
+def _build_counter(tmp_path: Path) -> Path:
+    lib = tmp_path / "libdcpc.so"
+    src = REPO / "tools" / "pending_call_counter.c"
+    p = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o", str(lib),
+                        str(src), "-ldl"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return lib
+
+
+#: Scenario X on the simulated driver: the real child() of tools/gpu_compare.py
+#: with OursImpl's driver swapped for SimulatedDriver (no GPU here).
+SIM_CHILD = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import gpu_compare as g
+import deferred_cleanup as dc
+
+class Sim(g.OursImpl):
+    def driver(self, spin_us):
+        if spin_us not in self.drivers:
+            self.drivers[spin_us] = dc.SimulatedDriver()
+        return self.drivers[spin_us]
+
+    def info(self):
+        return {"variant": dc.variant()}
+
+    def launch(self, graph):
+        pass
+
+g.make_impl = lambda kind: Sim()
+sys.exit(g.child("ours", "X", sys.argv[2], 1.0, sys.argv[3]))
+"""
+
+
+@pytest.mark.parametrize("variant", ["reference", "cuda-core-1.2"])
+def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_path, variant):
+    """Scenario X's child on the simulated driver: the graphs are destroyed on
+    the last line, so every release the __del__ observer logs comes after the
+    last-line mark; the counter patched our extension's Py_AddPendingCall
+    slot and saw the calls our counters report."""
+    lib = _build_counter(tmp_path)
+    script = tmp_path / "child.py"
+    script.write_text(SIM_CHILD)
+    result, rlog, pcc = tmp_path / "r.json", tmp_path / "rel.txt", tmp_path / "pcc.json"
+    env = dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT=variant, DCPC_LIB=str(lib),
+               DCPC_OUT=str(pcc))
+    p = subprocess.run([sys.executable, str(script), str(TOOL.parent), str(result), str(rlog)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    data = json.loads(result.read_text())
+    fig = data["figures"]
+    assert fig["pending_call_slots_patched"] >= 1
+    tool.exit_figures(fig, rlog, pcc, data["main_thread"])
+    assert fig["released_before_last_line"] == 0, fig
+    assert fig["released_at_exit_on_main"] == fig["released_at_exit"], fig
+    assert fig["calls_ran"] == fig["calls_added"], fig
+    assert fig["added_off_main"] == fig["calls_added"], "the simulated driver's threads add them"
+    if variant == "reference":  # its exit sequence waits for the destructors: all 200, every run
+        assert fig["released_at_exit"] == 200 and fig["calls_added"] >= 1, fig
+    else:
+        # No exit wait: whether the destructor threads beat finalization is a
+        # race (as for the wheel), but whatever is released at exit was
+        # released by a counted pending call, and nothing twice.
+        assert fig["released_at_exit"] + fig["never_released"] == 200, fig
+        assert fig["released_in_counted_call"] == fig["released_at_exit"], fig

@@ -23,6 +23,17 @@ Steps, each saying what it does:
 ``tools/bench.py --report-only`` rebuilds the two files from the raw results
 of the last run (build/bench/core.json, build/bench/e2e/).
 
+On a machine without Google Benchmark (the GPU host), the binaries built
+elsewhere run from ``DC_BENCH_BINARY_DIR`` (bench_core and
+bench_core_shared_line, with libbenchmark beside them on LD_LIBRARY_PATH),
+``DC_BENCH_NO_E2E=1`` skips step 3, and these describe the build instead of
+asking the machine: ``DC_BENCH_COMPILER``, ``DC_BENCH_GBENCH`` (Google
+Benchmark's version), ``DC_COMMIT``, ``DC_BENCH_PROVENANCE`` (a stamp of
+tools/provenance.py made where the binaries were built) and
+``DC_BENCH_MACHINE_NOTE`` (what else ran on the machine); ``DC_BENCH_MIN_TIME``
+passes ``--benchmark_min_time`` (seconds) to the binaries.  The report then
+carries ``provenance``: the commit and the hash of the sources measured.
+
 The docs page (docs/performance.rst) renders a committed copy:
 ``cp build/bench/bench.json docs/_data/bench.json``.
 
@@ -48,15 +59,20 @@ BENCH_SRC = REPO / "tests" / "bench"
 VARIANTS = ["reference", "seed", "cuda-core-1.2"]
 E2E_PAYLOADS = 100_000
 E2E_BIG = 1_000_000
-THREAD_COUNTS = [1, 2, 4, 8]
+THREAD_COUNTS = [1, 2, 4, 8, 12, 16]
 DRAIN_SIZES = [1000, 100000, 10000000]
 
-# Targets of the performance work (reported, not enforced).
-TARGET_FAST_PATH = 1.5        # destructor path, call outstanding / bare Treiber push
-TARGET_THROUGHPUT = 3.0       # queue / mutex+vector throughput, 2+ producers
+# Targets of the performance work (reported, not enforced), each a ratio of two
+# rows of one run.
+TARGET_FAST_PATH = 1.3        # reference destructor path, call outstanding / bare Treiber push
+TARGET_SLOW_PATH = 1.0        # reference, no call outstanding / cuda-core-1.2, the same
+TARGET_THROUGHPUT = 0.9       # reference throughput / bare Treiber push throughput, every count
+TARGET_DRAIN = 1.3            # reference drain per item / the drain floor (floor/drain)
 TARGET_CALLS_PER_PAYLOAD = 0.01
-TARGET_CONSUMER = 1.2         # through the queue / direct
+TARGET_CONSUMER = 1.2         # through the queue / direct (end to end)
 TARGET_FLAT = 1.5             # per-item drain cost, 10^7 / 10^3 ("flat": no super-linear growth)
+SOURCE_GLOBS = ["reference/include/deferred_cleanup/*.hpp", "tests/bench/*.cpp", "tests/bench/*.hpp",
+                "tests/bench/CMakeLists.txt"]
 
 
 def say(msg: str) -> None:
@@ -99,14 +115,34 @@ def build_core() -> Path:
     return CMAKE_DIR / "bench_core"
 
 
+#: What the shared-line binary runs: the reference's rows that its layout can change.
+SHARED_LINE_FILTER = "^shared_line/(mt/destructor|destructor)/reference/"
+
+
 def run_core(binary: Path) -> dict:
+    """Run bench_core, then bench_core_shared_line beside it (if built) on
+    its destructor and producer rows; one Google Benchmark JSON with both."""
     reps = int(os.environ.get("DC_BENCH_REPS", "3"))
+    extra = [f"--benchmark_min_time={os.environ['DC_BENCH_MIN_TIME']}"] if os.environ.get("DC_BENCH_MIN_TIME") else []
     out = OUT / "core.json"
-    say(f"{binary.relative_to(REPO)}: {reps} repetition(s) of every benchmark (about {reps * 40} s)")
+    say(f"{binary}: {reps} repetition(s) of every benchmark (about {reps * 60} s)")
     subprocess.run([str(binary), f"--benchmark_out={out}", "--benchmark_out_format=json",
-                    f"--benchmark_repetitions={reps}", "--benchmark_display_aggregates_only=true"],
+                    f"--benchmark_repetitions={reps}", "--benchmark_display_aggregates_only=true", *extra],
                    check=True, stdout=subprocess.DEVNULL)
-    return json.loads(out.read_text())
+    raw = json.loads(out.read_text())
+    shared = binary.parent / "bench_core_shared_line"
+    if shared.exists():
+        out2 = OUT / "core-shared-line.json"
+        say(f"{shared}: the destructor and producer rows with head_, scheduled_ and the gate on one line")
+        subprocess.run([str(shared), f"--benchmark_out={out2}", "--benchmark_out_format=json",
+                        f"--benchmark_repetitions={reps}", "--benchmark_display_aggregates_only=true",
+                        f"--benchmark_filter={SHARED_LINE_FILTER}", *extra], check=True, stdout=subprocess.DEVNULL)
+        raw2 = json.loads(out2.read_text())
+        raw["benchmarks"] += raw2["benchmarks"]
+        raw.setdefault("context", {})["shared_line_queue_field_align"] = raw2.get("context", {}).get(
+            "queue_field_align")
+        out.write_text(json.dumps(raw, indent=1) + "\n")
+    return raw
 
 
 def core_rows(raw: dict) -> dict[str, dict]:
@@ -237,21 +273,41 @@ def machine() -> dict:
                 break
     except OSError:
         pass
-    gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
-    bench_ver = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libbenchmark-dev"], capture_output=True,
-                               text=True).stdout.strip()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True).stdout.strip()
+    env = os.environ
+    if env.get("DC_BENCH_COMPILER"):
+        compiler = env["DC_BENCH_COMPILER"]
+    else:
+        gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+        compiler = gxx[0] if gxx else ""
+    bench_ver = env.get("DC_BENCH_GBENCH") or subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", "libbenchmark-dev"], capture_output=True, text=True).stdout.strip()
+    if env.get("DC_COMMIT"):
+        commit = env["DC_COMMIT"]
+    else:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
+                                text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                               capture_output=True, text=True).stdout.strip()
+        commit += "+uncommitted" if dirty else ""
     return {
         "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(), "os": _os_name(),
-        "compiler": gxx[0] if gxx else "", "google_benchmark": bench_ver,
-        "commit": commit + ("+uncommitted" if dirty else ""),
+        "compiler": compiler, "google_benchmark": bench_ver, "commit": commit,
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_average": [round(x, 2) for x in os.getloadavg()],
-        "shared": "a 2-core virtual machine shared with other jobs: the absolute times are noisy",
+        "shared": env.get("DC_BENCH_MACHINE_NOTE",
+                          "a 2-core virtual machine shared with other jobs: the absolute times are noisy"),
     }
+
+
+def provenance() -> dict:
+    """The stamp of the measured sources: DC_BENCH_PROVENANCE's file (made
+    where the binaries were built), else the tree here (tools/provenance.py)."""
+    path = os.environ.get("DC_BENCH_PROVENANCE")
+    if path:
+        return json.loads(Path(path).read_text())
+    sys.path.insert(0, str(REPO / "tools"))
+    import provenance as prov  # noqa: PLC0415  (tools/provenance.py)
+    return prov.stamp(SOURCE_GLOBS)
 
 
 def _os_name() -> str:
@@ -274,54 +330,85 @@ def batch_ns(core: dict, name: str) -> float:
     return core[name]["ns_per_item"] - clock
 
 
+def _pow10(n: int) -> str:
+    """10^k for a power of ten, else the number."""
+    k = round(math.log10(n))
+    return f"10^{k}" if 10 ** k == n else str(n)
+
+
+def _row(h: list, id: str, measure: str, num: str, den: str, kind: str, value: float,
+         target: str = "", ok: bool | None = None) -> None:
+    h.append(dict(id=id, measure=measure, numerator=num, denominator=den, kind=kind, value=value,
+                  target=target, ok=ok))
+
+
 def headline(core: dict, e2e: dict) -> list[dict]:
     """The headline ratios; each names the two measurements it divides."""
     h: list[dict] = []
     floor = "floor/treiber_push"
+    ns = lambda k: core[k]["ns_per_item"]  # noqa: E731
+    ips = lambda k: core[k]["items_per_second"]  # noqa: E731
     for v in _variants(core):
         num = f"destructor/{v}/outstanding"
-        h.append(dict(id=f"fast_path.{v}", measure=f"{v}: destructor path, pending call outstanding / bare Treiber push",
-                      numerator=num, denominator=floor, kind="ns",
-                      value=core[num]["ns_per_item"] / core[floor]["ns_per_item"],
-                      target=f"<= {TARGET_FAST_PATH}" if v == "reference" else "", ok=(
-                          core[num]["ns_per_item"] / core[floor]["ns_per_item"] <= TARGET_FAST_PATH)
-                      if v == "reference" else None))
+        value = ns(num) / ns(floor)
+        ref = v == "reference"
+        _row(h, f"fast_path.{v}", f"{v}: destructor path, pending call outstanding / bare Treiber push",
+             num, floor, "ns", value, f"<= {TARGET_FAST_PATH}" if ref else "",
+             value <= TARGET_FAST_PATH if ref else None)
     for v in _variants(core):
         num = f"batch16/destructor/{v}/none"
         den = "batch16/floor/treiber_push"
-        h.append(dict(id=f"no_call.{v}", measure=f"{v}: destructor path, no pending call outstanding / bare Treiber push",
-                      numerator=num, denominator=den, kind="batch_ns",
-                      value=batch_ns(core, num) / batch_ns(core, den), target="", ok=None))
-    for t in THREAD_COUNTS[1:]:
-        num, den = f"mt/treiber_push/threads:{t}", f"mt/mutex_vector/threads:{t}"
-        if num in core and den in core:  # the ceiling of any queue built on one CAS per push
-            h.append(dict(id=f"throughput.floor.{t}", measure=f"bare Treiber push: throughput with {t} producers / "
-                          "mutex + vector", numerator=num, denominator=den, kind="throughput",
-                          value=core[num]["items_per_second"] / core[den]["items_per_second"], target="", ok=None))
+        _row(h, f"no_call.{v}", f"{v}: destructor path, no pending call outstanding / bare Treiber push",
+             num, den, "batch_ns", batch_ns(core, num) / batch_ns(core, den))
+    num, den = "batch16/destructor/reference/none", "batch16/destructor/cuda-core-1.2/none"
+    if num in core and den in core:
+        value = batch_ns(core, num) / batch_ns(core, den)
+        _row(h, "slow_path.reference", "reference / cuda-core-1.2: destructor path, no pending call "
+             "outstanding", num, den, "batch_ns", value, f"<= {TARGET_SLOW_PATH}", value <= TARGET_SLOW_PATH)
+    for t in THREAD_COUNTS:
+        tre, mtx = f"mt/treiber_push/threads:{t}", f"mt/mutex_vector/threads:{t}"
+        if tre not in core:
+            continue
         for v in _variants(core):
-            num, den = f"mt/destructor/{v}/threads:{t}", f"mt/mutex_vector/threads:{t}"
-            if num not in core or den not in core:
+            num = f"mt/destructor/{v}/threads:{t}"
+            if num not in core:
                 continue
-            value = core[num]["items_per_second"] / core[den]["items_per_second"]
-            h.append(dict(id=f"throughput.{v}.{t}", measure=f"{v}: throughput with {t} producers / mutex + vector",
-                          numerator=num, denominator=den, kind="throughput", value=value,
-                          target=f">= {TARGET_THROUGHPUT}" if v == "reference" else "",
-                          ok=value >= TARGET_THROUGHPUT if v == "reference" else None))
+            value = ips(num) / ips(tre)
+            ref = v == "reference"
+            _row(h, f"throughput.{v}.{t}", f"{v}: throughput with {t} producers / bare Treiber push",
+                 num, tre, "throughput", value, f">= {TARGET_THROUGHPUT}" if ref else "",
+                 value >= TARGET_THROUGHPUT if ref else None)
+        num = f"mt/destructor/reference/threads:{t}"
+        if num in core and mtx in core:
+            _row(h, f"vs_mutex.reference.{t}", f"reference: throughput with {t} producers / mutex + vector",
+                 num, mtx, "throughput", ips(num) / ips(mtx))
+        shared = f"shared_line/mt/destructor/reference/threads:{t}"
+        if num in core and shared in core:
+            _row(h, f"separate_lines.reference.{t}", f"reference: throughput with {t} producers, fields on "
+                 "their own cache lines / on one line", num, shared, "throughput", ips(num) / ips(shared))
+    for n in DRAIN_SIZES:
+        num, den = f"drain/reference/{n}", f"floor/drain/{n}"
+        if num in core and den in core:
+            value = ns(num) / ns(den)
+            _row(h, f"drain_floor.reference.{n}", f"reference: drain of {_pow10(n)} items per item / the drain floor "
+                 "(one exchange, one walk, the same cleanup)", num, den, "ns", value,
+                 f"<= {TARGET_DRAIN}", value <= TARGET_DRAIN)
+        den = f"floor/drain_reversed/{n}"
+        if num in core and den in core:
+            _row(h, f"drain_reversed.reference.{n}", f"reference: drain of {_pow10(n)} items per item / the same "
+                 "floor reversed first (oldest first)", num, den, "ns", ns(num) / ns(den))
     for v in _variants(core):
         lo, hi = f"drain/{v}/{DRAIN_SIZES[0]}", f"drain/{v}/{DRAIN_SIZES[-1]}"
-        if lo in core and hi in core:
-            value = core[hi]["ns_per_item"] / core[lo]["ns_per_item"]
-            h.append(dict(id=f"drain_flat.{v}", measure=f"{v}: per-item drain cost, 10^7 items / 10^3 items",
-                          numerator=hi, denominator=lo, kind="ns", value=value,
-                          target=f"<= {TARGET_FLAT} (flat)" if v == "reference" else "",
-                          ok=value <= TARGET_FLAT if v == "reference" else None))
+        if lo in core and hi in core and v == "reference":
+            value = ns(hi) / ns(lo)
+            _row(h, f"drain_flat.{v}", f"{v}: per-item drain cost, 10^7 items / 10^3 items", hi, lo, "ns",
+                 value, f"<= {TARGET_FLAT} (flat)", value <= TARGET_FLAT)
     mid = DRAIN_SIZES[1]
     for v in _variants(core):
         num, den = f"drain/{v}/{mid}", f"direct/{mid}"
         if num in core and den in core:
-            value = core[num]["ns_per_item"] / core[den]["ns_per_item"]
-            h.append(dict(id=f"consumer_cpp.{v}", measure=f"{v}: C++ drain of 10^5 items / the same cleanups run directly",
-                          numerator=num, denominator=den, kind="ns", value=value, target="", ok=None))
+            _row(h, f"consumer_cpp.{v}", f"{v}: C++ drain of 10^5 items / the same cleanups run directly",
+                 num, den, "ns", ns(num) / ns(den))
     for name, r in e2e.items():
         ref = r.get("variants", {}).get("reference", {})
         pp, counts = ref.get("pyperf", {}), ref.get("counts", {})
@@ -364,7 +451,15 @@ def fmt_value(row: dict) -> str:
 def verdict(row: dict) -> str:
     if row["ok"] is None:
         return ""
-    return "met" if row["ok"] else f"missed ({row['off_by']:.2f}x off)"
+    return "met" if row["ok"] else f"missed by {miss_percent(row):.1f}%"
+
+
+def miss_percent(row: dict) -> float:
+    """How far a missed target is, in percent of its bound: (value - bound) /
+    bound for an upper bound, (bound - value) / bound for a lower bound."""
+    op, bound = row["target"].split()[:2]
+    bound = float(bound)
+    return 100.0 * ((row["value"] - bound) if op == "<=" else (bound - row["value"])) / bound
 
 
 def md_table(head: list[str], rows: list[list[str]]) -> str:
@@ -431,12 +526,14 @@ def main(argv: list[str]) -> int:
         m = machine()
         (OUT / "machine.json").write_text(json.dumps(m) + "\n")
         say(f"{m['cpu']}, {m['cores']} cores, load average {m['load_average']}")
-        binary = build_core()
+        prebuilt = os.environ.get("DC_BENCH_BINARY_DIR")
+        binary = Path(prebuilt).resolve() / "bench_core" if prebuilt else build_core()
         raw = run_core(binary)
         core = core_rows(raw)
         e2e = run_e2e(matrix_names()) if os.environ.get("DC_BENCH_NO_E2E") != "1" else {}
         data = {"machine": m, "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
     data["headline"] = headline(core, e2e)
+    data["provenance"] = provenance()
     for h in data["headline"]:
         if isinstance(h["value"], float) and not math.isfinite(h["value"]):
             h["value"] = None

@@ -20,8 +20,15 @@ saying why, when there is no NVIDIA driver, no GPU, no cuda-core or no
 ``deferred_cleanup`` to compare; 1 for a bug of the script itself.
 
 The payload attached to a graph is a Python object whose release is observed
-with :func:`weakref.finalize` (``atexit`` off): the time and the thread of each
-release.  On cuda-core a payload is a memset node's ``dst_owner`` (cuda-core
+by its own ``__del__``: the time and the thread of each release, also during
+interpreter finalization (a :func:`weakref.finalize` observer is blind there:
+weakref's own atexit hook, which runs before the interpreter's exit sequence,
+turns every finalizer off, ``atexit=False`` or not).  With ``DCPC_LIB`` set to
+the shared library built from tools/pending_call_counter.c, each child also
+patches the ``Py_AddPendingCall`` slots of cuda-core's and our extension
+modules and so counts every pending call added, the thread that added it and
+every run of it; scenarios D and X then say how many releases happened inside
+such a run (``released_in_counted_call``).  On cuda-core a payload is a memset node's ``dst_owner`` (cuda-core
 keeps it in a CUDA user object); on ours it is ``Graph.attach(payload)``.
 Both sides use the same spin kernel (``dc_spin``, PTX text below, spinning on
 ``%globaltimer``): cuda-core as a kernel node of a ``GraphDefinition``, ours
@@ -47,7 +54,6 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,10 +69,14 @@ SCENARIOS = {
     "C": "saturation: CPython's pending-call ring filled from another thread while destructors run",
     "D": "shutdown: interpreter exits with graphs alive and kernels running",
     "E": "lost-wakeup hunt: many short launched graphs, continuous draining",
+    "X": "exit: 8 graphs x 25 payloads, each behind a 50 ms kernel, launched, all destroyed on the "
+         "script's last line; 10 runs",
 }
+#: Runs of scenario X per implementation (each its own process).
+X_RUNS = 10
 #: Subprocess timeout per scenario (seconds); the whole run also has a budget.
 TIMEOUT_S = {"A": 40, "B-pure": 25, "B-prop": 25, "B-api": 25, "B-entry": 25, "B-sleep": 25, "C": 30,
-             "D": 30, "E": 75}
+             "D": 30, "E": 75, "X": 20}
 
 #: ``dc_spin(unsigned long long ns)``: one thread reading %globaltimer until
 #: ns nanoseconds have passed.  The same text as kSpinPtx in
@@ -104,19 +114,26 @@ class Unavailable(Exception):
 # The child: one scenario on one implementation
 # =====================================================================
 class Payload:
-    """A payload: a plain object with a weak-reference slot."""
+    """A payload: a plain object that reports its own release (``__del__``)
+    to the observer it was made by."""
 
-    __slots__ = ("i", "__weakref__")
+    __slots__ = ("i", "obs", "__weakref__")
 
-    def __init__(self, i: int) -> None:
+    def __init__(self, i: int, obs: "Releases") -> None:
         self.i = i
+        self.obs = obs
+
+    def __del__(self) -> None:
+        self.obs._released(self.i)
 
 
 class Releases:
-    """Observes payload releases with weakref.finalize: time (ns) and thread.
+    """Observes payload releases (Payload.__del__): time (ns) and thread.
 
     ``fd``, if given, also gets one line ``<i> <t_ns> <thread>`` per release,
-    written at once (scenario D: releases during interpreter shutdown).
+    written at once (scenarios D and X: releases during interpreter exit).
+    Everything the observer calls is bound to it at construction, so it still
+    works while finalization clears the modules.
     """
 
     def __init__(self, fd: int | None = None) -> None:
@@ -131,11 +148,8 @@ class Releases:
     def make(self, n: int) -> list:
         out = []
         for _ in range(n):
-            p = Payload(self.made)
-            f = weakref.finalize(p, self._released, self.made)
-            f.atexit = False  # observe real releases only
+            out.append(Payload(self.made, self))
             self.made += 1
-            out.append(p)
         return out
 
     def _released(self, i: int) -> None:
@@ -207,8 +221,13 @@ class CudaCoreImpl:
                 g.memset(self.ptr + (i % 4096), 0, 1, dst_owner=p)
         return [g, None]
 
+    def prepare(self, h) -> None:
+        """Instantiate without launching (scenario X times the launches alone)."""
+        if h[1] is None:
+            h[1] = h[0].instantiate()
+
     def launch(self, h) -> None:
-        h[1] = h[0].instantiate()
+        self.prepare(h)
         h[1].launch(self.stream)
 
     def drop(self, h) -> None:
@@ -260,6 +279,9 @@ class OursImpl:
             g.attach(p)
         return g
 
+    def prepare(self, g) -> None:
+        """Nothing: our driver's instantiate() instantiates and launches in one call."""
+
     def launch(self, g) -> None:
         g.instantiate()
 
@@ -284,6 +306,33 @@ class OursImpl:
         return out
 
 
+class Counter:
+    """tools/pending_call_counter.c in this process (``DCPC_LIB``): patch the
+    Py_AddPendingCall slots of the extension modules that make pending calls
+    (cuda-core's and ours); the library writes ``DCPC_OUT`` at exit."""
+
+    MODULES = (b"cuda/core/", b"deferred_cleanup/")
+
+    def __init__(self) -> None:
+        path = os.environ.get("DCPC_LIB")
+        self.lib = ctypes.CDLL(path) if path else None
+        self.slots = 0
+
+    def hook(self) -> int:
+        """Patch what is loaded now; returns the slots patched so far."""
+        if self.lib is not None and self.slots <= 0:
+            names = (ctypes.c_char_p * (len(self.MODULES) + 1))(*self.MODULES, None)
+            self.slots = self.lib.dcpc_hook(names)
+        return self.slots
+
+    def mark(self, text: str) -> None:
+        if self.lib is not None:
+            self.lib.dcpc_mark(text.encode())
+
+
+COUNTER: Counter | None = None
+
+
 def make_impl(kind: str):
     return CudaCoreImpl() if kind == "cuda-core" else OursImpl()
 
@@ -294,6 +343,8 @@ def _graphs(impl, rel: Releases, graphs: int, per_graph: int, spin_us: int) -> l
         payloads = rel.make(per_graph)
         hs.append(impl.graph(payloads, spin_us))
         del payloads
+    if COUNTER is not None:
+        COUNTER.hook()  # the modules that add pending calls are loaded by now
     return hs
 
 
@@ -470,14 +521,47 @@ def scenario_e(impl, rel: Releases, main: int, seconds: float) -> dict:
             **rel.threads(main)}
 
 
+_X_ALIVE: list = []  # scenario X's implementation objects: alive until the interpreter exits
+
+
+def scenario_x(impl, rel: Releases, main: int) -> tuple[dict, object]:
+    """X. Exit: 8 graphs x 25 payloads, each behind a 50 ms kernel, launched;
+    all destroyed on the script's last line (the returned callable, which the
+    child runs after writing its result), then the interpreter exits."""
+    graphs, per_graph, spin_us = 8, 25, 50_000
+    hs = _graphs(impl, rel, graphs, per_graph, spin_us)
+    for h in hs:
+        impl.prepare(h)  # cuda-core: instantiate now, so that the launches below follow each other
+    t_launch = time.perf_counter_ns()
+    for h in hs:
+        impl.launch(h)
+    t_launched = time.perf_counter_ns()
+    _X_ALIVE.append(impl)  # the device, stream and driver objects live until the interpreter exits
+    fig = {"payloads": rel.made, "graphs": graphs, "kernel_ms_each": spin_us / 1e3,
+           "launch_ns": t_launch, "ms_launch_loop": _ms(t_launched - t_launch),
+           "pending_call_slots_patched": COUNTER.hook() if COUNTER else None}
+
+    def last_line() -> None:
+        if rel.fd is not None:
+            os.write(rel.fd, b"last-line %d\n" % time.perf_counter_ns())
+        for h in hs:
+            impl.drop(h)
+        hs.clear()
+
+    return fig, last_line
+
+
 def child(kind: str, scenario: str, result_path: str, e_seconds: float, release_log: str | None) -> int:
     """Run one scenario on one implementation; write its figures as JSON."""
+    global COUNTER
     main = threading.get_ident()
     fd = os.open(release_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if release_log else None
     rel = Releases(fd)
     t0 = time.perf_counter()
+    COUNTER = Counter()
     impl = make_impl(kind)
     info = impl.info()
+    last_line = None
     if scenario == "A":
         fig = scenario_a(impl, rel, main)
     elif scenario.startswith("B-"):
@@ -488,15 +572,19 @@ def child(kind: str, scenario: str, result_path: str, e_seconds: float, release_
         fig = scenario_d(impl, rel, main)
     elif scenario == "E":
         fig = scenario_e(impl, rel, main, e_seconds)
+    elif scenario == "X":
+        fig, last_line = scenario_x(impl, rel, main)
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     fig.update(impl.extra())
-    out = {"info": info, "figures": fig, "seconds": round(time.perf_counter() - t0, 3)}
+    out = {"info": info, "figures": fig, "seconds": round(time.perf_counter() - t0, 3), "main_thread": main}
     with open(result_path, "w") as f:
         json.dump(out, f, indent=1)
-    if fd is not None:
-        os.write(fd, b"exit-begins\n")
     print(f"[child] {kind} {scenario}: {json.dumps(fig)}", flush=True)
+    if fd is not None and last_line is None:
+        os.write(fd, b"exit-begins\n")
+    if last_line is not None:
+        last_line()  # the script's last line: everything after it is the interpreter's exit
     return 0
 
 
@@ -582,23 +670,88 @@ def _signal_name(rc: int) -> str | None:
     return None
 
 
-def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: float) -> dict:
+def counted_calls(pcc_path: Path, releases: list[tuple[int, int]]) -> dict:
+    """What tools/pending_call_counter.c recorded in one child, and how many of
+    ``releases`` ((t_ns, thread) pairs) happened inside a run of a counted
+    pending call on the same thread.  Empty when the child counted nothing."""
+    if not pcc_path.exists():
+        return {}
+    try:
+        d = json.loads(pcc_path.read_text())
+    except ValueError:
+        return {"pending_call_counter": "unreadable"}
+    main = d["main_thread"]
+    adds = [e for e in d["events"] if e[2] == 0]
+    begins: dict[int, list[int]] = {}
+    spans: list[tuple[int, int, int]] = []
+    for t, thread, kind, _rc, _fin in sorted(d["events"]):
+        if kind == 1:
+            begins.setdefault(thread, []).append(t)
+        elif kind == 2 and begins.get(thread):
+            spans.append((begins[thread].pop(), t, thread))
+    inside = sum(1 for t, th in releases if any(b <= t <= e and th == st for b, e, st in spans))
+    return {"slots_patched": d["hooked"], "calls_added": sum(1 for e in adds if e[3] == 0),
+            "calls_refused": sum(1 for e in adds if e[3] != 0),
+            "added_on_main": sum(1 for e in adds if e[1] == main),
+            "added_off_main": sum(1 for e in adds if e[1] != main),
+            "added_while_finalizing": sum(1 for e in adds if e[4] == 1),
+            "calls_ran": sum(1 for e in d["events"] if e[2] == 1),
+            "released_in_counted_call": inside, "overflow": d["overflow"]}
+
+
+def _release_log(rlog: Path) -> tuple[list[tuple[int, int, int]], int | None, bool]:
+    """(i, t_ns, thread) of each release line, the last-line time if marked,
+    and whether the exit marker was reached; releases are in file order."""
+    rows, last, exit_seen = [], None, False
+    for line in (rlog.read_text().splitlines() if rlog.exists() else []):
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "last-line":
+            last = int(parts[1])
+        elif parts[0] == "exit-begins":
+            exit_seen = True
+        elif parts[0].isdigit() and len(parts) == 3:
+            rows.append((int(parts[0]), int(parts[1]), int(parts[2])))
+    return rows, last, exit_seen
+
+
+def exit_figures(fig: dict, rlog: Path, pcc: Path, main: int | None) -> None:
+    """Scenario X's figures of one run, from its release log and counter file."""
+    rows, last, _ = _release_log(rlog)
+    after = [r for r in rows if last is not None and r[1] >= last]
+    fig["released_before_last_line"] = len(rows) - len(after)
+    fig["released_at_exit"] = len(after)
+    fig["never_released"] = fig.get("payloads", 0) - len(rows)
+    fig["released_at_exit_on_main"] = sum(1 for r in after if main is not None and r[2] == main)
+    if after:
+        fig["ms_last_line_to_first_exit_release"] = _ms(min(r[1] for r in after) - last)
+        fig["ms_last_line_to_last_exit_release"] = _ms(max(r[1] for r in after) - last)
+    if last is not None and "launch_ns" in fig:
+        fig["ms_launch_to_last_line"] = _ms(last - fig["launch_ns"])
+    fig.update(counted_calls(pcc, [(r[1], r[2]) for r in after]))
+
+
+def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: float,
+            run: int | None = None) -> dict:
     """One scenario of one implementation in its own subprocess; the outcome is data."""
-    tag = f"{scenario}--{impl['id']}"
+    tag = f"{scenario}--{impl['id']}" + (f"--{run}" if run is not None else "")
     logs = out / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     result = logs / f"{tag}.json"
     rlog = logs / f"{tag}.releases"
-    for f in (result, rlog):
+    pcc = logs / f"{tag}.pending-calls.json"
+    for f in (result, rlog, pcc):
         if f.exists():
             f.unlink()
     env = _env_with_path(impl["path"] or None)
     env.update(impl["env"])
-    if impl["kind"] == "ours" and scenario == "D":
+    env["DCPC_OUT"] = str(pcc)
+    if impl["kind"] == "ours" and scenario in ("D", "X"):
         env["DC_STATS_AT_EXIT"] = str(logs / f"{tag}.stats-at-exit.json")
     argv = [sys.executable, str(Path(__file__).resolve()), "--child", impl["kind"], scenario, str(result),
             "--e-seconds", str(e_seconds)]
-    if scenario == "D":
+    if scenario in ("D", "X"):
         argv += ["--release-log", str(rlog)]
     t0 = time.monotonic()
     rec = {"scenario": scenario, "impl": impl["id"], "log": f"logs/{tag}.log", "timeout_s": round(timeout_s, 1)}
@@ -620,6 +773,19 @@ def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: f
     if data:
         rec["figures"] = data["figures"]
         rec["info"] = data["info"]
+        rec["main_thread"] = data.get("main_thread")
+    if scenario == "X":
+        fig = rec.setdefault("figures", {})
+        exit_figures(fig, rlog, pcc, rec.get("main_thread"))
+        fig["exit_status"] = rc
+        stats = logs / f"{tag}.stats-at-exit.json"
+        if stats.exists():
+            try:
+                s = json.loads(stats.read_text())
+                fig["stats_at_exit"] = {k: s[k] for k in ("enqueued", "cleaned", "leaked_at_shutdown",
+                                                          "cleanups_after_shutdown") if k in s}
+            except ValueError:
+                fig["stats_at_exit"] = "unreadable"
     if scenario == "D":
         rec.setdefault("figures", {})
         lines = rlog.read_text().splitlines() if rlog.exists() else []
@@ -631,6 +797,9 @@ def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: f
             fig["leaked"] = fig["payloads"] - fig.get("released_before_exit", 0) - fig["released_during_shutdown"]
         fig["exit_status"] = rc
         fig["exit_signal"] = rec["signal"]
+        rows, _, _ = _release_log(rlog)
+        exit_rows = rows[len(rows) - fig["released_during_shutdown"]:] if fig["released_during_shutdown"] else []
+        fig.update(counted_calls(pcc, [(r[1], r[2]) for r in exit_rows]))
         stats = logs / f"{tag}.stats-at-exit.json"
         if stats.exists():
             try:
@@ -652,6 +821,49 @@ def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: f
     return rec
 
 
+#: Scenario X's per-run figures that add up over the runs.
+X_SUMS = ["payloads", "released_before_last_line", "released_at_exit", "released_at_exit_on_main",
+          "never_released", "calls_added", "calls_refused", "added_on_main", "added_off_main",
+          "added_while_finalizing", "calls_ran", "released_in_counted_call"]
+
+
+def run_x(impl: dict, out: Path, deadline: float, e_seconds: float) -> dict:
+    """Scenario X: X_RUNS processes of one implementation, and their sum."""
+    runs = []
+    for k in range(1, X_RUNS + 1):
+        left = deadline - time.monotonic()
+        if left < 5:
+            break
+        runs.append(run_one(impl, "X", out, min(TIMEOUT_S["X"], left), e_seconds, run=k))
+    figs = [r.get("figures", {}) for r in runs]
+    total: dict = {"runs": len(runs)}
+    for key in X_SUMS:
+        vals = [f[key] for f in figs if isinstance(f.get(key), int)]
+        if vals:
+            total[key] = sum(vals)
+    total["released_at_exit_per_run"] = [f.get("released_at_exit") for f in figs]
+    ms = [f["ms_last_line_to_last_exit_release"] for f in figs if "ms_last_line_to_last_exit_release" in f]
+    if ms:
+        total["ms_last_line_to_last_exit_release_max"] = max(ms)
+    for key in ("ms_launch_to_last_line", "ms_launch_loop"):
+        ms = [f[key] for f in figs if key in f]
+        if ms:
+            total[key + "_max"] = max(ms)
+    total["exit_statuses"] = sorted({r.get("rc") for r in runs}, key=str)
+    stats = [f["stats_at_exit"] for f in figs if isinstance(f.get("stats_at_exit"), dict)]
+    if stats:
+        total["stats_at_exit"] = {k: sum(s.get(k, 0) for s in stats) for k in stats[0]}
+    bad = [r for r in runs if r.get("status") != "ok"]
+    rec = {"scenario": "X", "impl": impl["id"], "status": "ok" if runs and not bad else (
+        bad[0]["status"] if bad else "not run"), "seconds": round(sum(r.get("seconds", 0) for r in runs), 3),
+        "figures": total, "runs": runs, "log": runs[0]["log"] if runs else f"logs/X--{impl['id']}--1.log"}
+    if len(runs) < X_RUNS:
+        rec["why"] = f"{len(runs)} of {X_RUNS} runs: the run's budget was spent"
+    elif bad:
+        rec["why"] = bad[0].get("why", "")
+    return rec
+
+
 def our_commit() -> str:
     if os.environ.get("DC_COMMIT"):
         return os.environ["DC_COMMIT"]
@@ -665,7 +877,8 @@ def our_commit() -> str:
 def parent(a: argparse.Namespace) -> int:
     gpu = gpu_preflight()
     impls = implementations(a.cuda_core or ["env"], a.ours)
-    scenarios = [s for s in SCENARIOS if s.split("-")[0] in a.scenarios.split(",") or s in a.scenarios.split(",")]
+    wanted = a.scenarios.split(",")  # run in the order given (e.g. X first)
+    scenarios = [s for w in wanted for s in SCENARIOS if s == w or (s.split("-")[0] == w and s != w)]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     data = {
@@ -678,7 +891,8 @@ def parent(a: argparse.Namespace) -> int:
                    "executable": sys.executable},
         "our_commit": our_commit(),
         "implementations": [{k: v for k, v in i.items() if k != "env"} for i in impls],
-        "scenarios": [{"id": s, "title": SCENARIOS[s], "timeout_s": TIMEOUT_S[s]} for s in scenarios],
+        "scenarios": [{"id": s, "title": SCENARIOS[s], "timeout_s": TIMEOUT_S[s]}
+                      for s in SCENARIOS if s in scenarios],  # table order, whatever the run order
         "e_seconds": a.e_seconds,
         "results": [],
     }
@@ -690,7 +904,10 @@ def parent(a: argparse.Namespace) -> int:
                 data["results"].append({"scenario": s, "impl": impl["id"], "status": "not run",
                                         "why": f"the run's budget of {a.budget_s} s was spent"})
                 continue
-            rec = run_one(impl, s, out, min(TIMEOUT_S[s], left), a.e_seconds)
+            if s == "X":
+                rec = run_x(impl, out, deadline, a.e_seconds)
+            else:
+                rec = run_one(impl, s, out, min(TIMEOUT_S[s], left), a.e_seconds)
             print(f"[gpu-compare] {s:8} {impl['id']:22} {rec['status']:8} {rec['seconds']:7.1f} s", flush=True)
             data["results"].append(rec)
     data["finished_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
@@ -746,6 +963,26 @@ def summary(scenario: str, fig: dict) -> str:
         s = (f"exit status {g('exit_status')}{' (' + g('exit_signal') + ')' if fig.get('exit_signal') else ''}; "
              f"released before exit {g('released_before_exit')}, during shutdown "
              f"{g('released_during_shutdown')}, leaked {g('leaked')} of {g('payloads')}")
+        if "calls_added" in fig:
+            s += (f"; Py_AddPendingCall from the module: {g('calls_added')} accepted, {g('calls_refused')} "
+                  f"refused, {g('added_while_finalizing')} while finalizing, {g('calls_ran')} ran")
+        if isinstance(fig.get("stats_at_exit"), dict):
+            st = fig["stats_at_exit"]
+            s += "; ours at exit: " + ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in st.items())
+        return s
+    elif scenario == "X":
+        s = (f"released at exit {g('released_at_exit')}/{g('payloads')} over {g('runs')} runs (per run: "
+             f"{', '.join(_fmt(v) for v in fig.get('released_at_exit_per_run', []))}), "
+             f"{g('released_at_exit_on_main')} of them on the main thread, the last "
+             f"{g('ms_last_line_to_last_exit_release_max')} ms after the last line at most; released before the "
+             f"last line {g('released_before_last_line')}; never released {g('never_released')}; the 8 "
+             f"launches took {g('ms_launch_loop_max')} ms at most, launch to last line "
+             f"{g('ms_launch_to_last_line_max')} ms at most")
+        if "calls_added" in fig:
+            s += (f"; Py_AddPendingCall from the module: {g('calls_added')} accepted ({g('added_on_main')} on the "
+                  f"main thread, {g('added_off_main')} off it, {g('added_while_finalizing')} while finalizing), "
+                  f"{g('calls_refused')} refused, {g('calls_ran')} ran; releases at exit inside a counted call "
+                  f"{g('released_in_counted_call')}")
         if isinstance(fig.get("stats_at_exit"), dict):
             st = fig["stats_at_exit"]
             s += "; ours at exit: " + ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in st.items())
@@ -808,7 +1045,9 @@ def header_lines(data: dict) -> list[str]:
         f"- Python: {py['implementation']} {py['version']}",
         f"- Implementations: {impls}",
         f"- Our commit: {data['our_commit']}; run {data['started_utc']} to {data.get('finished_utc')}",
-    ]
+    ] + ([f"- Provenance: measured at commit {data['provenance']['commit'][:12]}; sources "
+          f"{', '.join(data['provenance']['globs'])}, sha256 {data['provenance']['sources_sha256'][:16]}"]
+         if data.get("provenance") else [])
 
 
 def render_markdown(data: dict) -> str:

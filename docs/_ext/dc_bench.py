@@ -1,8 +1,15 @@
 """Sphinx directives for the Performance page: tables and plots rendered at
 build time from the committed benchmark results ``docs/_data/bench.json``
-(a copy of ``build/bench/bench.json`` written by ``make bench``).
+(``build/bench/bench.json`` of a ``make bench`` run on the GPU host's 16
+cores, through tools/gpu_session.sh).  ``bench-machine`` and ``bench-e2e``
+take an optional file name under docs/_data (``bench-2core-smoke.json``: the
+2-core smoke run, which has the end-to-end rows).
 
-* ``.. bench-machine::``  the machine, compiler, library and interpreters;
+* ``.. bench-machine:: [FILE]``  the machine, compiler, library, interpreters
+  and the provenance stamp (with the stamped sources changed since, if any);
+* ``.. bench-shared-line::`` the reference's producer throughput with the
+  queue's contended fields on lines of their own and on one line
+  (``bench-shared-line.json``);
 * ``.. bench-headline::`` the headline ratios (class ``dc-bench-headline``);
 * ``.. bench-core::``     every C++ microbenchmark row;
 * ``.. bench-e2e::``      the end-to-end rows, one per interpreter and variant;
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -36,11 +44,31 @@ PLOTS = REPO / "build" / "docs" / "bench_plots"
 VARIANTS = ["reference", "seed", "cuda-core-1.2"]
 
 
-def load() -> dict:
-    """The committed results; an ExtensionError that says how to make them."""
-    if not DATA.exists():
-        raise ExtensionError(f"{DATA} is missing: run `make bench` and copy build/bench/bench.json there")
-    return json.loads(DATA.read_text())
+def load(name: str | None = None) -> dict:
+    """The committed results (``name``: a file under docs/_data, default
+    bench.json); an ExtensionError that says how to make them."""
+    path = DATA.parent / name if name else DATA
+    if not path.exists():
+        raise ExtensionError(f"{path} is missing: run `make bench` and copy build/bench/bench.json there")
+    return json.loads(path.read_text())
+
+
+def provenance_line(data: dict) -> str:
+    """What the stamp says, and which stamped sources changed since (tools/provenance.py)."""
+    st = data.get("provenance")
+    if not st:
+        return "* **Provenance**: none recorded (a run from before stamps)."
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dc_provenance", REPO / "tools" / "provenance.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    changed = mod.changed(st, REPO)
+    text = (f"* **Provenance**: measured at commit ``{st['commit'][:12]}``{' (uncommitted changes)' if st['dirty'] else ''}; "
+            f"sources ``{'``, ``'.join(st['globs'])}``, sha256 ``{st['sources_sha256'][:16]}``. ")
+    text += ("Since then these changed: " + ", ".join(f"``{c}``" for c in changed) + "." if changed
+             else "None of them has changed since.")
+    return text
 
 
 def fmt_ratio(row: dict) -> str:
@@ -56,7 +84,12 @@ def fmt_ratio(row: dict) -> str:
 def verdict(row: dict) -> str:
     if row.get("ok") is None:
         return ""
-    return "met" if row["ok"] else f"missed, {row['off_by']:.2f}× off"
+    if row["ok"]:
+        return "met"
+    op, bound = row["target"].split()[:2]
+    b = float(bound)
+    miss = (row["value"] - b) / b if op == "<=" else (b - row["value"]) / b
+    return f"missed by {100 * miss:.1f}%"
 
 
 def _esc(text: str) -> str:
@@ -77,13 +110,16 @@ def list_table(header: list[str], rows: list[list[str]], cls: str, widths: str |
 
 class _BenchDirective(SphinxDirective):
     has_content = False
+    optional_arguments = 1
 
     def lines(self, data: dict) -> list[str]:
         raise NotImplementedError
 
     def run(self):
-        data = load()
-        self.env.note_dependency(str(DATA))
+        name = self.arguments[0] if self.arguments else None
+        data = load(name)
+        self.env.note_dependency(str(DATA.parent / name) if name else str(DATA))
+        self.env.note_dependency(str(REPO / "tools" / "provenance.py"))
         node = nodes.container()
         self.state.nested_parse(StringList(self.lines(data), source=str(DATA)), self.content_offset, node)
         return node.children
@@ -102,13 +138,15 @@ class BenchMachine(_BenchDirective):
                 interps.append(f"{name} (missing: {r.get('missing', '?')})")
         text = [
             f"* **Machine**: {m['cpu']}, {m['cores']} cores; {m['os']}, Linux {m['kernel']}; {m['shared']}; "
-            f"load average (1, 5, 15 minutes) when the C++ rows were taken: {', '.join(str(x) for x in m['load_average'])}.",
+            f"load average (1, 5, 15 minutes) when the C++ rows were taken: "
+            f"{', '.join(str(x) for x in m['load_average'] or ['not recorded'])}.",
             f"* **Compiler**: {m['compiler']}, ``-O3`` (CMake Release); Google Benchmark {m['google_benchmark']} "
             "(Debian's ``libbenchmark-dev``, which warns that the library was built as DEBUG: that concerns "
             "its compiled functions, such as pausing the timer, not the timed loops, which are inline and "
             "built with ``-O3`` here).",
             f"* **Interpreters**: {'; '.join(interps) if interps else 'none (C++ only)'}.",
             f"* **Run**: {m['date_utc']}, commit ``{m['commit']}``.",
+            provenance_line(data),
             "",
         ]
         return text
@@ -163,6 +201,30 @@ class BenchE2E(_BenchDirective):
                            "pending calls per 10^5 burst", "pending calls per 10^6 burst"], rows, "dc-bench-e2e")
 
 
+class BenchSharedLine(_BenchDirective):
+    """The reference's producer throughput, queue fields on lines of their own / on one line."""
+
+    def lines(self, data):
+        data = load("bench-shared-line.json")
+        self.env.note_dependency(str(DATA.parent / "bench-shared-line.json"))
+        core = data["core"]
+        rows = []
+        for t in (1, 2, 4, 8, 12, 16):
+            a, b = f"mt/destructor/reference/threads:{t}", f"shared_line/mt/destructor/reference/threads:{t}"
+            f = f"mt/treiber_push/threads:{t}"
+            if a in core and b in core:
+                ips = [core[k]["items_per_second"] / 1e6 for k in (a, b, f)]
+                rows.append([str(t), f"{ips[0]:.1f}", f"{ips[1]:.1f}", f"{ips[0] / ips[1]:.2f}", f"{ips[2]:.1f}",
+                             f"{ips[0] / ips[2]:.2f}"])
+        out = list_table(["producers", "own lines (M items/s)", "one line (M items/s)", "own / one",
+                          "bare Treiber push (M items/s)", "own lines / Treiber"], rows, "dc-bench-shared-line")
+        m, st = data["machine"], data["provenance"]
+        what = re.sub(r"\b(\w+_)(?=[\s,)])", r"``\1``", data["what"])  # head_ etc. are not link targets
+        out += [f"{what}. {m['cpu']}, {m['cores']} cores, {m['date_utc']}; measured at commit "
+                f"``{st['commit'][:12]}``.", ""]
+        return out
+
+
 def fast_path_ratio(core: dict, variant: str) -> float | None:
     """destructor/<variant>/outstanding over floor/treiber_push, or None."""
     num = core.get(f"destructor/{variant}/outstanding")
@@ -215,10 +277,10 @@ def _plot(name: str, data: dict) -> Path:
     elif name == "producers":
         for label, prefix in ([("bare Treiber push", "mt/treiber_push"), ("mutex + vector", "mt/mutex_vector")]
                               + [(v, f"mt/destructor/{v}") for v in variants]):
-            ts = [t for t in (1, 2, 4, 8) if f"{prefix}/threads:{t}" in core]
+            ts = [t for t in (1, 2, 4, 8, 12, 16) if f"{prefix}/threads:{t}" in core]
             ax.plot(ts, [core[f"{prefix}/threads:{t}"]["items_per_second"] / 1e6 for t in ts], marker="o", label=label)
         ax.set_xscale("log", base=2)
-        ax.set_xticks([1, 2, 4, 8], ["1", "2", "4", "8"])
+        ax.set_xticks([1, 2, 4, 8, 12, 16], ["1", "2", "4", "8", "12", "16"])
         ax.axvline(data["machine"]["cores"], color="grey", linestyle=":", linewidth=1)
         ax.set_xlabel(f"producer threads (dotted: {data['machine']['cores']} cores; beyond it, contention only)")
         ax.set_ylabel("M items/s (wall clock)")
@@ -234,6 +296,7 @@ def _plot(name: str, data: dict) -> Path:
         ax.set_ylabel("ns per item")
         ax.set_title("Consumer: the pending call draining N items")
     elif name == "e2e":
+        data = load("bench-2core-smoke.json")  # the only run with end-to-end rows
         names = [n for n, r in data.get("e2e", {}).items() if "python" in r]
         width = 0.8 / max(1, len(VARIANTS))
         for j, v in enumerate(VARIANTS):
@@ -284,4 +347,5 @@ def setup(app: Sphinx):
     app.add_directive("bench-e2e", BenchE2E)
     app.add_directive("bench-plot", BenchPlot)
     app.add_directive("bench-before-after", BenchBeforeAfter)
+    app.add_directive("bench-shared-line", BenchSharedLine)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -71,7 +71,15 @@ def build_nodes(data: dict) -> list[nodes.Node]:
             row += nodes.entry("", _para(cell))
         tbody += row
     group += tbody
-    return [facts, _para("Scenarios:"), scen, table]
+    out = [facts]
+    if data.get("provenance"):
+        spec = importlib.util.spec_from_file_location("dc_provenance_tool", REPO / "tools" / "provenance.py")
+        prov = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(prov)  # type: ignore[union-attr]
+        changed = prov.changed(data["provenance"], REPO)
+        out.append(_para(("Since that commit these stamped sources changed: " + ", ".join(changed) + ".")
+                         if changed else "None of the stamped sources has changed since that commit."))
+    return out + [_para("Scenarios:"), scen, table]
 
 
 class GpuCompareTable(SphinxDirective):

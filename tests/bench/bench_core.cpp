@@ -21,8 +21,17 @@
 //   drain/<variant>/<N>, direct/<N>     the consumer: the host's pending call
 //                                       draining N queued items, versus
 //                                       running the same N cleanups directly
+//   floor/drain/<N>                     the drain's floor: take the same
+//                                       intrusive list with one exchange and
+//                                       walk it once, calling the same cleanup
+//   floor/drain_reversed/<N>            the same, reversed first (oldest first,
+//                                       the order the queue promises)
 //   mt/<shape>/threads:<T>              T producer threads pushing at once into
 //                                       one queue, a call outstanding
+//
+// The binary bench_core_shared_line is the same file built with
+// DC_QUEUE_FIELD_ALIGN=8 (queue.hpp): head_, scheduled_ and the gate share
+// one cache line there.  Its rows carry the prefix "shared_line/".
 //
 // Every queue row calls the real headers (variants.hpp).  The host is the
 // ring model of ring_host.hpp.  Allocations are counted by replacing the
@@ -47,8 +56,18 @@
 // alloc_count.cpp replaces the global operator new and counts each call.
 extern std::atomic<std::uint64_t> g_allocations;
 
+#ifndef DC_BENCH_PREFIX
+#define DC_BENCH_PREFIX ""
+#endif
+
 namespace dc_bench {
 namespace {
+
+/// Producer counts of the mt/ rows (a 16-core machine is the target).
+const std::vector<std::int64_t> kThreadCounts{1, 2, 4, 8, 12, 16};
+
+/// A row name with the binary's prefix (see the file comment).
+std::string row(const std::string& name) { return DC_BENCH_PREFIX + name; }
 
 bool g_smoke = false;                  // DC_BENCH_SMOKE=1: each benchmark once, small sizes
 constexpr std::size_t kWindow = 4096;  // items cycled through by the single-producer rows
@@ -356,6 +375,44 @@ void BM_Direct(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
 }
 
+/// The drain's floor (arg: N): the N items pushed onto a bare Treiber stack
+/// (untimed), then the list taken with one exchange and walked once, each
+/// `next` read before the cleanup runs, as the drain does; with `reverse`,
+/// the taken list is first reversed to oldest first, as take_all() does.
+template <bool reverse>
+void BM_DrainFloor(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<Item> items(n);
+  Treiber q;
+  for (auto _ : state) {
+    init_items(items);
+    g_cleaned = 0;
+    for (Item& it : items) q.push(&it);
+    const auto t0 = Clock::now();
+    Item* list = q.head.exchange(nullptr, std::memory_order_acquire);
+    if constexpr (reverse) {
+      Item* fifo = nullptr;
+      while (list != nullptr) {
+        Item* next = list->next;
+        list->next = fifo;
+        fifo = list;
+        list = next;
+      }
+      list = fifo;
+    }
+    while (list != nullptr) {
+      Item* next = list->next;
+      list->cleanup(list->payload);
+      list = next;
+    }
+    const auto t1 = Clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+    if (g_cleaned != n) state.SkipWithError("the floor did not run every cleanup");
+  }
+  state.counters["items"] = static_cast<double>(n);
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
+}
+
 // ------------------------------------------------------------ producer threads
 // T threads (arg) each push M items into one shared queue, a pending call
 // already outstanding.  Timed by hand: from the moment every thread is ready
@@ -437,50 +494,58 @@ void BM_Producers(benchmark::State& state) {
 template <class V>
 void register_variant() {
   const std::string v = V::name;
-  benchmark::RegisterBenchmark(("destructor/" + v + "/outstanding").c_str(),
+  benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
                                &BM_DestructorOutstanding<V>);
-  benchmark::RegisterBenchmark(("batch16/destructor/" + v + "/none").c_str(),
+  benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
                                &BM_Batch16DestructorNone<V>)
       ->UseManualTime();
   for (std::int64_t n : g_smoke ? std::vector<std::int64_t>{1000, 100000}
                                 : std::vector<std::int64_t>{1000, 100000, 10000000}) {
-    auto* b = benchmark::RegisterBenchmark(("drain/" + v).c_str(), &BM_Drain<V>)
+    auto* b = benchmark::RegisterBenchmark(row("drain/" + v).c_str(), &BM_Drain<V>)
                   ->Arg(n)
                   ->UseManualTime()
                   ->Unit(benchmark::kMicrosecond);
     if (!g_smoke) b->Iterations(n >= 10000000 ? 3 : n >= 100000 ? 100 : 3000);
   }
-  benchmark::RegisterBenchmark(("mt/destructor/" + v).c_str(), &BM_Producers<DestructorShape<V>>)
+  benchmark::RegisterBenchmark(row("mt/destructor/" + v).c_str(),
+                               &BM_Producers<DestructorShape<V>>)
       ->ArgName("threads")
-      ->Arg(1)->Arg(2)->Arg(4)->Arg(8)
+      ->ArgsProduct({kThreadCounts})
       ->UseManualTime()
-      ->Iterations(g_smoke ? 1 : 40);
+      ->Iterations(g_smoke ? 1 : 15);
 }
 
 void register_all() {
-  benchmark::RegisterBenchmark("floor/treiber_push", &BM_TreiberPush);
-  benchmark::RegisterBenchmark("mutex_vector/outstanding", &BM_MutexVectorOutstanding);
-  auto* naive = benchmark::RegisterBenchmark("naive/per_payload", &BM_NaivePerPayload)->Arg(31)->Arg(32);
+  benchmark::RegisterBenchmark(row("floor/treiber_push").c_str(), &BM_TreiberPush);
+  benchmark::RegisterBenchmark(row("mutex_vector/outstanding").c_str(), &BM_MutexVectorOutstanding);
+  auto* naive = benchmark::RegisterBenchmark(row("naive/per_payload").c_str(), &BM_NaivePerPayload)
+                    ->Arg(31)
+                    ->Arg(32);
   if (g_smoke) naive->Iterations(2000);  // two bursts of 1000
-  benchmark::RegisterBenchmark("clock/steady_clock_pair", &BM_ClockPair)->UseManualTime();
-  benchmark::RegisterBenchmark("batch16/floor/treiber_push", &BM_Batch16Treiber)->UseManualTime();
-  benchmark::RegisterBenchmark("batch16/mutex_vector/none", &BM_Batch16MutexVectorNone)
+  benchmark::RegisterBenchmark(row("clock/steady_clock_pair").c_str(), &BM_ClockPair)->UseManualTime();
+  benchmark::RegisterBenchmark(row("batch16/floor/treiber_push").c_str(), &BM_Batch16Treiber)
       ->UseManualTime();
-  benchmark::RegisterBenchmark("batch16/naive/per_payload", &BM_Batch16Naive)->UseManualTime();
+  benchmark::RegisterBenchmark(row("batch16/mutex_vector/none").c_str(), &BM_Batch16MutexVectorNone)
+      ->UseManualTime();
+  benchmark::RegisterBenchmark(row("batch16/naive/per_payload").c_str(), &BM_Batch16Naive)
+      ->UseManualTime();
 #define DC_BENCH_REGISTER(V) register_variant<V>();
   DC_BENCH_VARIANTS(DC_BENCH_REGISTER)
 #undef DC_BENCH_REGISTER
   for (std::int64_t n : g_smoke ? std::vector<std::int64_t>{1000, 100000}
                                 : std::vector<std::int64_t>{1000, 100000, 10000000}) {
-    auto* b = benchmark::RegisterBenchmark("direct", &BM_Direct)
-                  ->Arg(n)
-                  ->UseManualTime()
-                  ->Unit(benchmark::kMicrosecond);
-    if (!g_smoke) b->Iterations(n >= 10000000 ? 3 : n >= 100000 ? 100 : 3000);
+    for (auto* b : {benchmark::RegisterBenchmark(row("direct").c_str(), &BM_Direct),
+                    benchmark::RegisterBenchmark(row("floor/drain").c_str(), &BM_DrainFloor<false>),
+                    benchmark::RegisterBenchmark(row("floor/drain_reversed").c_str(),
+                                                 &BM_DrainFloor<true>)}) {
+      b->Arg(n)->UseManualTime()->Unit(benchmark::kMicrosecond);
+      if (!g_smoke) b->Iterations(n >= 10000000 ? 3 : n >= 100000 ? 100 : 3000);
+    }
   }
-  for (auto* b : {benchmark::RegisterBenchmark("mt/treiber_push", &BM_Producers<TreiberShape>),
-                  benchmark::RegisterBenchmark("mt/mutex_vector", &BM_Producers<MutexVectorShape>)}) {
-    b->ArgName("threads")->Arg(1)->Arg(2)->Arg(4)->Arg(8)->UseManualTime()->Iterations(g_smoke ? 1 : 40);
+  for (auto* b :
+       {benchmark::RegisterBenchmark(row("mt/treiber_push").c_str(), &BM_Producers<TreiberShape>),
+        benchmark::RegisterBenchmark(row("mt/mutex_vector").c_str(), &BM_Producers<MutexVectorShape>)}) {
+    b->ArgName("threads")->ArgsProduct({kThreadCounts})->UseManualTime()->Iterations(g_smoke ? 1 : 15);
   }
 }
 
@@ -494,6 +559,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::AddCustomContext("item_bytes", std::to_string(sizeof(dc_bench::Item)));
+  benchmark::AddCustomContext("queue_field_align", std::to_string(DC_QUEUE_FIELD_ALIGN));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

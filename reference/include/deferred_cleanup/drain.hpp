@@ -73,10 +73,11 @@ std::size_t run_list(BasicQueue<P>& q, DeferredCleanupItem* list) noexcept {
   while (list != nullptr) {
     DeferredCleanupItem* next = list->next;  // read before cleanup may free the item
     run_cleanup(list);
-    q.stats.cleaned.fetch_add(1, std::memory_order_relaxed);  // statistics only
     ++n;
     list = next;
   }
+  // Once per list, not per item: a relaxed RMW is still a locked instruction on x86-64.
+  q.stats.cleaned.fetch_add(n, std::memory_order_relaxed);  // statistics only
   return n;
 }
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# gpu_collect.sh DIR: put what tools/gpu_session.sh brought back from the GPU
+# host (DIR: the device call's files_at) where the docs read it:
+#   DIR/bench.json                      -> docs/_data/bench.json
+#   DIR/gpu-compare.{json,md}, machine.txt, session.log, logs.tar.gz's gc/logs
+#                                       -> notes/gpu/compare/ (replaced whole)
+# Both JSON files already carry the provenance stamp of the bundle they ran.
+set -euo pipefail
+SRC=$(realpath "$1")
+cd "$(dirname "$0")/.."
+if [ -f "$SRC/bench.json" ]; then cp "$SRC/bench.json" docs/_data/bench.json
+else echo "no bench.json in $SRC"; fi
+if [ -f "$SRC/gpu-compare.json" ]; then
+  rm -rf notes/gpu/compare
+  mkdir -p notes/gpu/compare
+  for f in gpu-compare.json gpu-compare.md machine.txt session.log; do
+    cp "$SRC/$f" notes/gpu/compare/
+  done
+  tmp=$(mktemp -d)
+  tar -xzf "$SRC/logs.tar.gz" -C "$tmp"
+  cp -r "$tmp/gc/logs" notes/gpu/compare/logs
+  rm -rf "$tmp"
+else
+  echo "no gpu-compare.json in $SRC"
+fi
+git status --short docs/_data notes/gpu | head
