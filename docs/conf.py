@@ -10,6 +10,7 @@ scripts, diagrams are SVG files rendered by graphviz at build time, and no
 page uses math (MathJax would come from a CDN).  ``tests/test_docs.py`` checks
 that in a headless browser.
 """
+
 from __future__ import annotations
 
 import sys
@@ -81,7 +82,9 @@ extlinks_detect_hardcoded_links = True
 sys.path.insert(0, str(DOCS / "_inv"))
 from make_inventory import write_inventory  # noqa: E402  docs/_inv/make_inventory.py
 
-PYTHON_INV = write_inventory(DOCS / "_inv" / "python.txt", REPO / "build" / "docs" / "python-objects.inv")
+PYTHON_INV = write_inventory(
+    DOCS / "_inv" / "python.txt", REPO / "build" / "docs" / "python-objects.inv"
+)
 intersphinx_mapping = {"python": ("https://docs.python.org/3.13", str(PYTHON_INV))}
 intersphinx_timeout = 1
 
@@ -117,11 +120,20 @@ suppress_warnings: list[str] = []
 # this project, and every CPython name cited with a role, must resolve.
 nitpick_ignore_regex = [
     ("cpp:identifier", r"(std|std::.*|size_t|uint\d+_t|int\d+_t|uintptr_t)"),
-    ("cpp:identifier", r"(std::)?(atomic|memory_order|function|thread|mutex|condition_variable|size_t)(<.*>)?"),
-    ("py:class", r"(int|float|str|bytes|bool|object|None|NoneType|type|list|dict|tuple|set|frozenset)"),
+    (
+        "cpp:identifier",
+        r"(std::)?(atomic|memory_order|function|thread|mutex|condition_variable|size_t)(<.*>)?",
+    ),
+    (
+        "py:class",
+        r"(int|float|str|bytes|bool|object|None|NoneType|type|list|dict|tuple|set|frozenset)",
+    ),
     ("py:class", r"(collections\.abc|typing|types|os|pathlib|threading|subprocess)\..*"),
     ("py:class", r"(Callable|Iterable|Iterator|Sequence|Mapping|Any|Path|PathLike)"),
-    ("py:exc", r"(ValueError|TypeError|RuntimeError|OSError|KeyError|TimeoutError|AssertionError|SystemExit)"),
+    (
+        "py:exc",
+        r"(ValueError|TypeError|RuntimeError|OSError|KeyError|TimeoutError|AssertionError|SystemExit)",
+    ),
     ("py:obj", r"(None|True|False)"),
     ("py:func", r"(sys|os|atexit|threading|time|gc|weakref)\..*"),
     ("py:data", r"(sys|os)\..*"),

@@ -9,6 +9,7 @@ skip, each with its reason, unless ``DC_MATRIX=1`` is set in the environment.
 ``tools/matrix.py`` (``make test``, ``make soak``, ``tools/matrix.py run``) sets
 it for every job it runs, in an environment it provisioned for them.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,10 @@ SCENARIOS = TESTS / "scenarios"
 MATRIX_ONLY = {
     "docs": "builds the docs site with tools/docs.sh, which installs Doxygen and Chromium with apt as root",
     "tools": "needs spin and herd7 from the Debian unstable root that tools/sid-root.sh makes as root",
-    "hardware": ("builds tests/cpp/lost_wakeup.cpp and gate_sb.cpp with CMake and races up to 10**7 "
-                 "handoffs per variant and 3*10**6 gate rounds per policy on this CPU"),
+    "hardware": (
+        "builds tests/cpp/lost_wakeup.cpp and gate_sb.cpp with CMake and races up to 10**7 "
+        "handoffs per variant and 3*10**6 gate rounds per policy on this CPU"
+    ),
     "soak": "the finalization soak starts SOAK_N (20) child interpreters per case, about 2 minutes in all",
     "sanitize": "builds tests/cpp under ThreadSanitizer and AddressSanitizer (apt installs GoogleTest if missing)",
     "mutate": "rebuilds the C++ suite once per mutant in tests/mutants (minutes)",
@@ -57,8 +60,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         for name, why in MATRIX_ONLY.items():
             if item.get_closest_marker(name) is not None:
-                item.add_marker(pytest.mark.skip(
-                    reason=f"marker '{name}' {why}: `make test` runs it; DC_MATRIX=1 runs it here"))
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason=f"marker '{name}' {why}: `make test` runs it; DC_MATRIX=1 runs it here"
+                    )
+                )
                 break
 
 
@@ -96,6 +102,7 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 # ---------------------------------------------------------------- reference fixtures
+
 
 @pytest.fixture
 def dc():
@@ -147,9 +154,18 @@ def build_race_program(target: str) -> Path:
             pytest.fail(f"{tool} not found: the hardware check needs cmake and a C++20 compiler")
     build = TESTS.parent / "build" / "lost-wakeup-test"
     build.mkdir(parents=True, exist_ok=True)
-    for cmd in (["cmake", "-S", str(TESTS / "cpp"), "-B", str(build),
-                 "-DDC_LOST_WAKEUP_ONLY=ON", "-DCMAKE_BUILD_TYPE=None"],
-                ["cmake", "--build", str(build), "--target", target]):
+    for cmd in (
+        [
+            "cmake",
+            "-S",
+            str(TESTS / "cpp"),
+            "-B",
+            str(build),
+            "-DDC_LOST_WAKEUP_ONLY=ON",
+            "-DCMAKE_BUILD_TYPE=None",
+        ],
+        ["cmake", "--build", str(build), "--target", target],
+    ):
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
         if p.returncode != 0:
             pytest.fail(f"{' '.join(cmd)} failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
@@ -204,8 +220,14 @@ def recorder():
     return Recorder()
 
 
-def run_scenario(name: str, *args: str, variant: str = "reference", timeout_s: float = 60.0,
-                 tmp: Path, extra_env: dict | None = None) -> dict:
+def run_scenario(
+    name: str,
+    *args: str,
+    variant: str = "reference",
+    timeout_s: float = 60.0,
+    tmp: Path,
+    extra_env: dict | None = None,
+) -> dict:
     """Run ``tests/scenarios/<name>.py`` in a fresh interpreter.
 
     Args:
@@ -231,15 +253,29 @@ def run_scenario(name: str, *args: str, variant: str = "reference", timeout_s: f
     env = dict(os.environ, DEFERRED_CLEANUP_VARIANT=variant, DC_STATS_AT_EXIT=str(stats))
     if extra_env:
         env.update(extra_env)
-    p = subprocess.run([sys.executable, str(SCENARIOS / f"{name}.py"), *args], env=env, cwd=str(TESTS.parent),
-                       capture_output=True, text=True, timeout=timeout_s)
+    p = subprocess.run(
+        [sys.executable, str(SCENARIOS / f"{name}.py"), *args],
+        env=env,
+        cwd=str(TESTS.parent),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
     result = None
     for line in reversed(p.stdout.strip().splitlines()):
         if line.startswith("{"):
             result = json.loads(line)
             break
-    at_exit = json.loads(stats.read_text()) if stats.exists() and stats.read_text().strip() else None
-    return {"rc": p.returncode, "stdout": p.stdout, "stderr": p.stderr, "result": result, "at_exit": at_exit}
+    at_exit = (
+        json.loads(stats.read_text()) if stats.exists() and stats.read_text().strip() else None
+    )
+    return {
+        "rc": p.returncode,
+        "stdout": p.stdout,
+        "stderr": p.stderr,
+        "result": result,
+        "at_exit": at_exit,
+    }
 
 
 @pytest.fixture

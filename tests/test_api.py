@@ -3,6 +3,7 @@
 Bad input gets a clear exception and nothing is lost or cleaned twice
 (each entry point's Raises: section, docs/api/python.rst).
 """
+
 import sys
 import threading
 
@@ -10,20 +11,47 @@ import pytest
 
 
 def test_public_names(dc):
-    for name in ["SimulatedDriver", "CudaDriver", "Graph", "Driver", "stats", "counters", "drain_now", "poll",
-                 "variant", "reference_burst", "DriverError", "DriverUnavailable", "ShutdownError",
-                 "NotMainThreadError", "GraphDestroyedError"]:
+    for name in [
+        "SimulatedDriver",
+        "CudaDriver",
+        "Graph",
+        "Driver",
+        "stats",
+        "counters",
+        "drain_now",
+        "poll",
+        "variant",
+        "reference_burst",
+        "DriverError",
+        "DriverUnavailable",
+        "ShutdownError",
+        "NotMainThreadError",
+        "GraphDestroyedError",
+    ]:
         assert hasattr(dc, name), name
-    for exc in [dc.DriverError, dc.DriverUnavailable, dc.ShutdownError, dc.NotMainThreadError,
-                dc.GraphDestroyedError]:
+    for exc in [
+        dc.DriverError,
+        dc.DriverUnavailable,
+        dc.ShutdownError,
+        dc.NotMainThreadError,
+        dc.GraphDestroyedError,
+    ]:
         assert issubclass(exc, RuntimeError)
     assert issubclass(dc.DriverUnavailable, dc.DriverError)
 
 
 def test_stats_keys(dc):
     s = dc.stats()
-    for key in ["enqueued", "cleaned", "schedule_attempts", "schedule_failures", "pending_calls", "drain_cycles",
-                "direct_drains", "leaked_at_shutdown"]:
+    for key in [
+        "enqueued",
+        "cleaned",
+        "schedule_attempts",
+        "schedule_failures",
+        "pending_calls",
+        "drain_cycles",
+        "direct_drains",
+        "leaked_at_shutdown",
+    ]:
         assert isinstance(s[key], int) and s[key] >= 0, key
     assert s["schedule_attempts"] == s["pending_calls"] + s["schedule_failures"]
 
@@ -75,7 +103,9 @@ def test_finalizer_must_be_callable(dc, delta):
 
 def test_drain_now_from_thread(dc):
     errs = []
-    t = threading.Thread(target=lambda: errs.append(pytest.raises(dc.NotMainThreadError, dc.drain_now)))
+    t = threading.Thread(
+        target=lambda: errs.append(pytest.raises(dc.NotMainThreadError, dc.drain_now))
+    )
     t.start()
     t.join(10.0)
     assert len(errs) == 1
@@ -164,9 +194,15 @@ def test_import_in_a_subinterpreter_is_refused_and_leaves_the_queue_alone():
     try:
         import _testcapi  # noqa: F401
     except ImportError:
-        pytest.skip("this interpreter ships no _testcapi, so no legacy subinterpreter can be made from Python")
-    p = subprocess.run([sys.executable, "-c", SUBINTERP_SCRIPT], capture_output=True, text=True, timeout=45)
+        pytest.skip(
+            "this interpreter ships no _testcapi, so no legacy subinterpreter can be made from Python"
+        )
+    p = subprocess.run(
+        [sys.executable, "-c", SUBINTERP_SCRIPT], capture_output=True, text=True, timeout=45
+    )
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "SUB ImportError deferred_cleanup can only be imported in the main interpreter" in p.stdout, p.stdout
+    assert (
+        "SUB ImportError deferred_cleanup can only be imported in the main interpreter" in p.stdout
+    ), p.stdout
     main = [line for line in p.stdout.splitlines() if line.startswith("MAIN ")]
     assert main and '"cleaned": 1' in main[0], p.stdout

@@ -1,5 +1,6 @@
 """Bad input and resource failures get a clear error, never undefined
 behaviour, an abort or a payload cleaned twice."""
+
 import subprocess
 import sys
 import textwrap
@@ -66,7 +67,9 @@ def test_release_with_fewer_threads_still_delivers_everything(dc, recorder, wait
     d._test_fail_thread_starts(0)
     assert d.held == 0
     assert d.wait_idle(10)
-    assert wait(lambda: recorder.calls == {i: 1 for i in range(10)}), "every call is delivered by the two threads"
+    assert wait(lambda: recorder.calls == {i: 1 for i in range(10)}), (
+        "every call is delivered by the two threads"
+    )
 
 
 def test_attach_cleans_once_when_the_error_message_cannot_be_built(dc, recorder, wait, delta):
@@ -102,7 +105,9 @@ def test_refused_creation_off_the_main_thread_is_cleaned_on_the_main_thread(dc, 
     t.join(10)
     assert errors and "released" in str(errors[0])
     assert wait(lambda: recorder.calls == {7: 1})
-    assert recorder.threads == {threading.main_thread().ident}, "the finalizer ran off the main thread"
+    assert recorder.threads == {threading.main_thread().ident}, (
+        "the finalizer ran off the main thread"
+    )
 
 
 def test_probe_thread_never_joined_does_not_abort_at_exit():

@@ -6,6 +6,7 @@ checks), in one interpreter's environment; by hand:
 ``python3 tools/matrix.py run cp312-pyenv -- bash -c '$PY -m pytest -m bench tests/test_bench.py'``.
 ``make bench`` (tools/bench.py) is the real run; this one takes seconds.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,13 @@ def smoke_rows() -> dict[str, dict]:
     """Every benchmark once (DC_BENCH_SMOKE=1: small sizes, one iteration
     where the count is fixed), parsed from Google Benchmark's JSON."""
     binary = bench.build_core()
-    p = subprocess.run([str(binary), "--benchmark_min_time=0.001", "--benchmark_format=json"],
-                       env=dict(os.environ, DC_BENCH_SMOKE="1"), capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [str(binary), "--benchmark_min_time=0.001", "--benchmark_format=json"],
+        env=dict(os.environ, DC_BENCH_SMOKE="1"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-4000:]
     rows = {}
     for b in json.loads(p.stdout)["benchmarks"]:
@@ -46,16 +52,33 @@ def test_every_benchmark_ran_without_error(smoke_rows):
     assert "reference" in _variants(smoke_rows)
     errors = {k: b.get("error_message") for k, b in smoke_rows.items() if b.get("error_occurred")}
     assert errors == {}
-    expected = ["floor/treiber_push", "mutex_vector/outstanding", "naive/per_payload/31", "naive/per_payload/32",
-                "clock/steady_clock_pair", "batch16/floor/treiber_push", "batch16/mutex_vector/none",
-                "batch16/naive/per_payload", "direct/1000", "direct/100000", "floor/drain/1000",
-                "floor/drain/100000", "floor/drain_reversed/1000", "floor/drain_reversed/100000"]
+    expected = [
+        "floor/treiber_push",
+        "mutex_vector/outstanding",
+        "naive/per_payload/31",
+        "naive/per_payload/32",
+        "clock/steady_clock_pair",
+        "batch16/floor/treiber_push",
+        "batch16/mutex_vector/none",
+        "batch16/naive/per_payload",
+        "direct/1000",
+        "direct/100000",
+        "floor/drain/1000",
+        "floor/drain/100000",
+        "floor/drain_reversed/1000",
+        "floor/drain_reversed/100000",
+    ]
     for v in _variants(smoke_rows):
-        expected += [f"destructor/{v}/outstanding", f"batch16/destructor/{v}/none", f"drain/{v}/1000",
-                     f"drain/{v}/100000"]
+        expected += [
+            f"destructor/{v}/outstanding",
+            f"batch16/destructor/{v}/none",
+            f"drain/{v}/1000",
+            f"drain/{v}/100000",
+        ]
         expected += [f"mt/destructor/{v}/threads:{t}" for t in bench.THREAD_COUNTS]
-    expected += [f"mt/{s}/threads:{t}" for s in ("treiber_push", "mutex_vector")
-                 for t in bench.THREAD_COUNTS]
+    expected += [
+        f"mt/{s}/threads:{t}" for s in ("treiber_push", "mutex_vector") for t in bench.THREAD_COUNTS
+    ]
     assert bench.THREAD_COUNTS == [1, 2, 4, 8, 12, 16]
     missing = [name for name in expected if name not in smoke_rows]
     assert missing == [], f"rows missing from the smoke run: {missing}"
@@ -70,9 +93,18 @@ def test_shared_line_binary_packs_the_fields_and_names_its_rows(smoke_rows):
     out = {}
     for exe in (binary, binary.parent / "bench_core_shared_line"):
         rows = f"{bench.SHARED_LINE_FILTER}|^destructor/reference/"
-        p = subprocess.run([str(exe), "--benchmark_min_time=0.001", "--benchmark_format=json",
-                            f"--benchmark_filter={rows}"], env=dict(os.environ, DC_BENCH_SMOKE="1"),
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [
+                str(exe),
+                "--benchmark_min_time=0.001",
+                "--benchmark_format=json",
+                f"--benchmark_filter={rows}",
+            ],
+            env=dict(os.environ, DC_BENCH_SMOKE="1"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 0, p.stderr[-3000:]
         out[exe.name] = json.loads(p.stdout)
     assert out["bench_core"]["context"]["queue_field_align"] == "64"
@@ -110,7 +142,9 @@ def test_one_pending_call_however_many_producers(smoke_rows):
 
 def test_queue_allocates_nothing(smoke_rows):
     item_bytes = smoke_rows["drain/reference/1000"]["bytes_per_item"]
-    assert item_bytes == 3 * 8  # payload, cleanup, next: the item is all the memory a queued payload takes
+    assert (
+        item_bytes == 3 * 8
+    )  # payload, cleanup, next: the item is all the memory a queued payload takes
     for v in _variants(smoke_rows):
         assert smoke_rows[f"destructor/{v}/outstanding"]["allocations"] == 0, v
         for n in (1000, 100000):
@@ -121,8 +155,12 @@ def test_queue_allocates_nothing(smoke_rows):
 def _variants_in_package() -> list[str]:
     out = []
     for v in VARIANT_NAMES:
-        p = subprocess.run([sys.executable, "-c", "import deferred_cleanup as d; print(d.variant())"],
-                           env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=v), capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, "-c", "import deferred_cleanup as d; print(d.variant())"],
+            env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=v),
+            capture_output=True,
+            text=True,
+        )
         if p.returncode == 0 and p.stdout.strip() == v:
             out.append(v)
     return out
@@ -132,15 +170,23 @@ def test_end_to_end_measurements_run_and_release_every_payload_on_the_main_threa
     variants = _variants_in_package()
     assert "reference" in variants
     for v in variants:
-        p = subprocess.run([sys.executable, str(REPO / "tests" / "bench" / "e2e.py"), "smoke"],
-                           env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=v), capture_output=True, text=True,
-                           timeout=120)
+        p = subprocess.run(
+            [sys.executable, str(REPO / "tests" / "bench" / "e2e.py"), "smoke"],
+            env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=v),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert p.returncode == 0, f"{v}: {p.stderr[-3000:]}"
         r = json.loads(p.stdout)
         assert r["variant"] == v
         for mode in ("burst_pending", "burst_entry"):
             b = r[mode]
-            assert (b["payloads"], b["cleaned"], b["cleanups_off_main"]) == (1000, 1000, 0), (v, mode, b)
+            assert (b["payloads"], b["cleaned"], b["cleanups_off_main"]) == (1000, 1000, 0), (
+                v,
+                mode,
+                b,
+            )
             assert b["seconds"] > 0, (v, mode, b)
         # coalescing: a burst of 1000 from 8 threads needs a handful of pending calls, not 1000
         assert r["burst_pending"]["pending_calls"] <= 20, (v, r["burst_pending"])

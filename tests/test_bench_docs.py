@@ -8,6 +8,7 @@ other checks of the site (tests/test_docs.py); by hand:
 The ratios are recomputed here from the raw rows of the JSON (not with the
 docs extension's code) and compared with the text of the built page.
 """
+
 from __future__ import annotations
 
 import copy
@@ -31,8 +32,13 @@ pytestmark = [pytest.mark.docs, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]
 @pytest.fixture(scope="module")
 def page() -> str:
     """The built Performance page (tools/docs.sh, which skips an up-to-date site)."""
-    p = subprocess.run(["bash", str(REPO / "tools" / "docs.sh")], cwd=REPO, capture_output=True, text=True,
-                       timeout=BUILD_TIMEOUT_S)
+    p = subprocess.run(
+        ["bash", str(REPO / "tools" / "docs.sh")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
     if p.returncode != 0:
         pytest.fail(f"make docs failed ({p.returncode}):\n{p.stdout[-6000:]}\n{p.stderr[-6000:]}")
     return PAGE.read_text(encoding="utf-8")
@@ -79,9 +85,14 @@ def expected_ratio(data: dict, row: dict) -> float:
         return core[row["numerator"]]["ns_per_item"] / core[row["denominator"]]["ns_per_item"]
     if kind == "batch_ns":
         clock = core["clock/steady_clock_pair"]["ns_per_item"]
-        return (core[row["numerator"]]["ns_per_item"] - clock) / (core[row["denominator"]]["ns_per_item"] - clock)
+        return (core[row["numerator"]]["ns_per_item"] - clock) / (
+            core[row["denominator"]]["ns_per_item"] - clock
+        )
     if kind == "throughput":
-        return core[row["numerator"]]["items_per_second"] / core[row["denominator"]]["items_per_second"]
+        return (
+            core[row["numerator"]]["items_per_second"]
+            / core[row["denominator"]]["items_per_second"]
+        )
     _, interp, variant, what = row["numerator"].split("/")
     e = data["e2e"][interp]["variants"][variant]
     if kind == "e2e_median":
@@ -106,7 +117,11 @@ def mismatches(page_html: str, data: dict) -> list[str]:
         problems.append(f"{len(body)} rows on the page, {len(data['headline'])} in the JSON")
     for cells, row in zip(body, data["headline"]):
         value = expected_ratio(data, row)
-        shown = f"{value:.2e}" if row["kind"] == "count" and value else ("0" if row["kind"] == "count" else f"{value:.2f}")
+        shown = (
+            f"{value:.2e}"
+            if row["kind"] == "count" and value
+            else ("0" if row["kind"] == "count" else f"{value:.2f}")
+        )
         if cells[0] != row["measure"]:
             problems.append(f"measure {cells[0]!r} != {row['measure']!r}")
         if cells[1] != shown:
@@ -117,7 +132,9 @@ def mismatches(page_html: str, data: dict) -> list[str]:
             op, bound = row["target"].split()[:2]
             met = value <= float(bound) if op == "<=" else value >= float(bound)
             if not cells[3].startswith("met" if met else "missed"):
-                problems.append(f"{row['measure']}: outcome {cells[3]!r}, but {shown} {op} {bound} is {met}")
+                problems.append(
+                    f"{row['measure']}: outcome {cells[3]!r}, but {shown} {op} {bound} is {met}"
+                )
     return problems
 
 
@@ -130,7 +147,9 @@ def test_headline_table_matches_committed_json(page):
 def test_the_comparison_catches_a_changed_figure(page):
     data = json.loads(DATA.read_text())
     tampered = copy.deepcopy(data)
-    tampered["core"]["floor/treiber_push"]["ns_per_item"] *= 1.5  # as if the page showed an older run
+    tampered["core"]["floor/treiber_push"]["ns_per_item"] *= (
+        1.5  # as if the page showed an older run
+    )
     assert any("page shows" in p for p in mismatches(page, tampered))
     fewer = copy.deepcopy(data)
     fewer["headline"].pop()
@@ -147,11 +166,18 @@ def test_page_names_machine_compiler_interpreters_and_shows_plots(page):
         if "python" in r:
             assert f"CPython {r['python']['version']}" in text, name
     images = re.findall(r'<img[^>]+src="([^"]+\.svg)"', page)
-    assert sorted(Path(i).stem.split(".")[0] for i in images) == ["destructor", "drain", "e2e", "producers"]
+    assert sorted(Path(i).stem.split(".")[0] for i in images) == [
+        "destructor",
+        "drain",
+        "e2e",
+        "producers",
+    ]
     for src in images:
         svg = (PAGE.parent / src).read_text(encoding="utf-8")
         assert svg.lstrip().startswith("<?xml") and "<svg" in svg, src
-        assert re.search(r'(?:href|src)\s*=\s*"(?:https?:)?//', svg) is None, f"{src} loads something off the site"
+        assert re.search(r'(?:href|src)\s*=\s*"(?:https?:)?//', svg) is None, (
+            f"{src} loads something off the site"
+        )
         assert "<text" not in svg, f"{src}: text not drawn as paths (would need a font)"
 
 
@@ -164,7 +190,10 @@ def test_before_after_table_matches_both_runs(page):
     assert "reference" in body
 
     def ratio(core, v):
-        return core[f"destructor/{v}/outstanding"]["ns_per_item"] / core["floor/treiber_push"]["ns_per_item"]
+        return (
+            core[f"destructor/{v}/outstanding"]["ns_per_item"]
+            / core["floor/treiber_push"]["ns_per_item"]
+        )
 
     for v, (b, a) in body.items():
         if f"destructor/{v}/outstanding" in before["core"]:

@@ -4,6 +4,7 @@ The destructor runs on a driver thread with no Python thread state; the
 cleanup runs on the main thread.  Source: cuda-python PR #2371; CUDA Driver
 API cuUserObjectCreate (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC).
 """
+
 import threading
 
 

@@ -9,6 +9,7 @@ CUDA Driver API, cuUserObjectCreate
 (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC), cuGraphRetainUserObject
 (CU_GRAPH_USER_OBJECT_MOVE); cuda-python PR #2371.
 """
+
 import json
 import os
 import platform
@@ -96,7 +97,9 @@ def test_cuda_user_objects_cleaned_on_main_thread(dc, cuda_driver, recorder):
     # for the queue, and the report records which happened.
     assert report["destructor_threads"], "no destructor thread recorded"
     assert report["enqueued"] == n
-    assert report["pending_calls"] <= report["drain_cycles"] + 1  # at most one may still be outstanding
+    assert (
+        report["pending_calls"] <= report["drain_cycles"] + 1
+    )  # at most one may still be outstanding
 
 
 def test_cuda_bad_input(dc, cuda_driver):
@@ -142,6 +145,8 @@ def test_cuda_spin_kernel_keeps_the_payload_alive_for_the_launch(dc):
         time.sleep(0.001)
     assert released, "the payload was not released within 10 s"
     delay = released[0][0] - t0
-    assert delay >= 0.15, f"released {delay * 1e3:.1f} ms after the launch: the spin kernel did not hold it"
+    assert delay >= 0.15, (
+        f"released {delay * 1e3:.1f} ms after the launch: the spin kernel did not hold it"
+    )
     assert delay < 5.0, f"released only {delay:.2f} s after the launch of a 0.2 s kernel"
     assert released[0][1] == threading.main_thread().ident

@@ -9,6 +9,7 @@ install packages with apt, or need the Debian unstable root: the tests marked
 interpreter at PATH; its name and source are derived when no environment
 variable gives them.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -30,14 +31,23 @@ def pytest_child(*args: str, matrix: bool) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "DC_MATRIX"}
     if matrix:
         env["DC_MATRIX"] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *args],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
 
 
 def counts(stdout: str) -> dict[str, int]:
     """The final ``N passed, M skipped`` line of a pytest run as a dict."""
     last = stdout.strip().splitlines()[-1]
-    return {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", last)}
+    return {
+        word: int(n)
+        for n, word in re.findall(r"(\d+) (passed|failed|skipped|errors?|deselected)", last)
+    }
 
 
 def test_plain_pytest_skips_the_docs_tests_with_a_reason():
@@ -103,8 +113,12 @@ def test_matrix_python_path_says_why_an_interpreter_is_unusable(matrix, tmp_path
 
 
 def test_matrix_help_documents_python():
-    p = subprocess.run([sys.executable, str(REPO / "tools" / "matrix.py"), "test", "--help"],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "matrix.py"), "test", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0 and "--python PATH" in p.stdout
 
 
@@ -114,7 +128,8 @@ def test_every_run_once_check_of_the_matrix_is_skipped_by_plain_pytest(matrix):
     once_markers = {marker for _, _, marker in matrix.ONCE_CHECKS}
     assert once_markers <= set(conftest.MATRIX_ONLY), (
         "a run-once check of tools/matrix.py would run under plain pytest: add its marker to "
-        "tests/conftest.py MATRIX_ONLY with the reason")
+        "tests/conftest.py MATRIX_ONLY with the reason"
+    )
 
 
 def test_matrix_reports_an_aborted_session_with_the_tests_that_did_not_run(matrix, tmp_path):
@@ -122,14 +137,32 @@ def test_matrix_reports_an_aborted_session_with_the_tests_that_did_not_run(matri
     (tmp_path / "test_escape.py").write_text("def test_escapes():\n    raise KeyboardInterrupt\n")
     report, xml = tmp_path / "session.json", tmp_path / "junit.xml"
     env = dict(os.environ, DC_SESSION_REPORT=str(report))
-    p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={xml}",
-                        "tests/test_item.py", str(tmp_path / "test_escape.py"), "tests/test_queue.py"],
-                       cwd=REPO, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--junitxml={xml}",
+            "tests/test_item.py",
+            str(tmp_path / "test_escape.py"),
+            "tests/test_queue.py",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
     assert p.returncode == 2, p.stdout + p.stderr  # pytest's "interrupted"
     passed, failed, skipped = matrix.junit_counts(xml)
     said = matrix.session_aborted(report, p.returncode, passed + failed + skipped)
     selected = json.loads(report.read_text())["selected"]
-    m = re.fullmatch(r"pytest session aborted \(interrupted\): (\d+) of (\d+) selected tests did not run", said)
+    m = re.fullmatch(
+        r"pytest session aborted \(interrupted\): (\d+) of (\d+) selected tests did not run", said
+    )
     assert m, said
     assert int(m[2]) == selected and int(m[1]) == selected - (passed + failed + skipped) > 0, said
     # A complete session is not reported.

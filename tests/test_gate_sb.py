@@ -30,6 +30,7 @@ Runs once per ``make test`` (marker ``hardware``), not per interpreter: the C++
 program does not involve Python.  ``make lost-wakeup`` runs the same program
 for the counts shown in the docs (notes/lost-wakeup/gate-sb.json).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,9 +43,9 @@ from conftest import build_race_program
 
 pytestmark = pytest.mark.hardware
 
-CONTROL_BOUND = 10**6   # iterations the weakened control may take to show its first witness
+CONTROL_BOUND = 10**6  # iterations the weakened control may take to show its first witness
 REFERENCE_N = 3 * 10**6  # iterations the reference must run without one (20-40 s here)
-RACED_SHARE = 0.01       # least share of the reference's iterations for each order
+RACED_SHARE = 0.01  # least share of the reference's iterations for each order
 
 
 @pytest.fixture(scope="module")
@@ -73,15 +74,24 @@ def run(binary: Path, tmp_path: Path, policy: str, iterations: int) -> tuple[dic
         tuple: (the policy's result dict, the whole JSON dict, wall seconds).
     """
     out = tmp_path / f"{policy}.json"
-    argv = [str(binary), "--policy", policy, "--iterations", str(iterations), "--stop-at-first",
-            "--json", str(out)]
+    argv = [
+        str(binary),
+        "--policy",
+        policy,
+        "--iterations",
+        str(iterations),
+        "--stop-at-first",
+        "--json",
+        str(out),
+    ]
     t0 = time.monotonic()
     p = subprocess.run(argv, capture_output=True, text=True, timeout=540)
     wall = time.monotonic() - t0
     print(p.stdout.strip(), f"(wall {wall:.1f} s)")
     assert p.returncode == 0, (
         f"impossible outcome (in_flight() read other than 0 or 1, or a gate not empty at the "
-        f"end of a batch):\n{p.stdout}\n{p.stderr}")
+        f"end of a batch):\n{p.stdout}\n{p.stderr}"
+    )
     data = json.loads(out.read_text())
     (result,) = [v for v in data["policies"] if v["policy"] == policy]
     assert result["impossible"] == 0, result
@@ -99,10 +109,12 @@ def describe(r: dict, data: dict, wall: float) -> str:
     Returns:
         str: the counts, the CPU and the time.
     """
-    return (f"{r['witnesses']} witnesses in {r['iterations']} iterations (first at "
-            f"{r['first_witness_at']}), shutdown first {r['shutdown_first']}, producer first "
-            f"{r['producer_first']}, both saw {r['both_saw']}; {data['cpu']} "
-            f"({data['machine']}), pinned={r['pinned']}, {wall:.1f} s")
+    return (
+        f"{r['witnesses']} witnesses in {r['iterations']} iterations (first at "
+        f"{r['first_witness_at']}), shutdown first {r['shutdown_first']}, producer first "
+        f"{r['producer_first']}, both saw {r['both_saw']}; {data['cpu']} "
+        f"({data['machine']}), pinned={r['pinned']}, {wall:.1f} s"
+    )
 
 
 @pytest.mark.timeout(600)
@@ -115,7 +127,8 @@ def test_release_close_lets_a_producer_past_shutdown(gate_sb, tmp_path):
     assert r["witnesses"] >= 1, (
         f"close-release: {counts}: x86-TSO allows a plain store then a plain load to reorder, "
         f"and this harness showed it before; none within {CONTROL_BOUND} means the harness "
-        f"no longer makes the two threads race")
+        f"no longer makes the two threads race"
+    )
     assert r["iterations"] <= CONTROL_BOUND
 
 
@@ -128,4 +141,5 @@ def test_reference_gate_never_lets_a_producer_past_shutdown(gate_sb, tmp_path):
     assert r["iterations"] == REFERENCE_N, counts
     for order in ("shutdown_first", "producer_first"):
         assert r[order] >= RACED_SHARE * REFERENCE_N, (
-            f"reference: the threads did not race ({order}): {counts}")
+            f"reference: the threads did not race ({order}): {counts}"
+        )

@@ -9,6 +9,7 @@ environment).  The script itself runs here: on a machine without a GPU or
 without cuda-core it must exit with status 2 and one line saying why, and the
 test skips naming that line; with both, it runs scenario A end to end.
 """
+
 from __future__ import annotations
 
 import html
@@ -49,13 +50,17 @@ def test_every_scenario_has_a_result_for_every_implementation(tool, run_data):
     impls = [i["id"] for i in run_data["implementations"]]
     kinds = {i["kind"] for i in run_data["implementations"]}
     assert kinds == {"cuda-core", "ours"}, "both sides must be in the run"
-    assert [s["id"] for s in run_data["scenarios"]] == list(tool.SCENARIOS), "every scenario, in order"
+    assert [s["id"] for s in run_data["scenarios"]] == list(tool.SCENARIOS), (
+        "every scenario, in order"
+    )
     got = {(r["scenario"], r["impl"]) for r in run_data["results"]}
     missing = [(s, i) for s in tool.SCENARIOS for i in impls if (s, i) not in got]
     assert missing == []
     for r in run_data["results"]:
         assert r["status"] in ("ok", "crashed", "hung", "error", "not run"), r
-        assert r["status"] == "not run" or (RUN / r["log"]).is_file(), f"raw log missing: {r['log']}"
+        assert r["status"] == "not run" or (RUN / r["log"]).is_file(), (
+            f"raw log missing: {r['log']}"
+        )
     for key in ("machine", "gpu", "python", "our_commit"):
         assert run_data[key], key
     assert run_data["gpu"]["name"] and run_data["gpu"]["driver_api_version"]
@@ -74,7 +79,8 @@ def test_committed_markdown_is_generated_from_the_committed_json(tool, run_data)
     committed = (RUN / "gpu-compare.md").read_text()
     assert committed == tool.render_markdown(run_data), (
         "notes/gpu/compare/gpu-compare.md differs from what tools/gpu_compare.py generates from the JSON "
-        "next to it (edited by hand, or the table code changed without the file)")
+        "next to it (edited by hand, or the table code changed without the file)"
+    )
 
 
 def test_the_page_renders_the_committed_json_and_quotes_every_scenario(tool):
@@ -82,8 +88,14 @@ def test_the_page_renders_the_committed_json_and_quotes_every_scenario(tool):
     assert re.search(r"^\.\. gpu-compare-table:: " + re.escape(JSON_REL) + r"\s*$", page, re.M)
     quoted = set(re.findall(r":pyobject: (\w+)", page))
     scenario_functions = {n for n in dir(tool) if re.fullmatch(r"scenario_[a-ex]", n)}
-    assert scenario_functions == {"scenario_a", "scenario_b", "scenario_c", "scenario_d", "scenario_e",
-                                  "scenario_x"}
+    assert scenario_functions == {
+        "scenario_a",
+        "scenario_b",
+        "scenario_c",
+        "scenario_d",
+        "scenario_e",
+        "scenario_x",
+    }
     assert scenario_functions | {"CudaCoreImpl", "OursImpl"} <= quoted
     assert "gpu-compare" in (REPO / "docs" / "index.rst").read_text()
 
@@ -99,8 +111,23 @@ def test_the_spin_kernel_is_the_same_on_both_sides(tool):
 def test_the_script_runs_or_says_in_one_line_why_not(tmp_path):
     """Status 2 with one line where there is no GPU or no cuda-core (then
     skip, naming it); otherwise scenario A end to end on whatever is here."""
-    p = subprocess.run([sys.executable, str(TOOL), "--out", str(tmp_path), "--scenarios", "A", "--ours",
-                        "reference", "--budget-s", "120"], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(TOOL),
+            "--out",
+            str(tmp_path),
+            "--scenarios",
+            "A",
+            "--ours",
+            "reference",
+            "--budget-s",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if p.returncode == 2:
         lines = (p.stdout + p.stderr).strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("gpu-compare: not run: "), lines
@@ -117,11 +144,18 @@ def test_the_script_runs_or_says_in_one_line_why_not(tmp_path):
 def test_the_built_page_shows_every_row(tool, run_data):
     """The page as built (tools/docs.sh, skipped when up to date) holds every
     cell of every row of the table generated from the committed JSON."""
-    p = subprocess.run(["bash", str(REPO / "tools" / "docs.sh")], cwd=REPO, capture_output=True, text=True,
-                       timeout=1800)
+    p = subprocess.run(
+        ["bash", str(REPO / "tools" / "docs.sh")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-4000:]
     built = REPO / "build" / "docs" / "html" / "gpu-compare.html"
-    text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", built.read_text(encoding="utf-8"))).split())
+    text = " ".join(
+        html.unescape(re.sub(r"<[^>]+>", " ", built.read_text(encoding="utf-8"))).split()
+    )
     _, rows = tool.table_rows(run_data)
     for row in rows:
         for cell in row:
@@ -137,10 +171,19 @@ def test_a_crash_or_hang_of_an_implementation_is_a_result(tool, tmp_path, behavi
     after ...)' for that row and goes on, instead of failing itself."""
     fake = tmp_path / "site" / "deferred_cleanup"
     fake.mkdir(parents=True)
-    body = "import os, signal\nos.kill(os.getpid(), signal.SIGABRT)\n" if behaviour == "crash" else \
-        "import time\ntime.sleep(600)\n"
+    body = (
+        "import os, signal\nos.kill(os.getpid(), signal.SIGABRT)\n"
+        if behaviour == "crash"
+        else "import time\ntime.sleep(600)\n"
+    )
     (fake / "__init__.py").write_text(body)
-    impl = {"id": f"fake-{behaviour}", "label": behaviour, "kind": "ours", "path": str(fake.parent), "env": {}}
+    impl = {
+        "id": f"fake-{behaviour}",
+        "label": behaviour,
+        "kind": "ours",
+        "path": str(fake.parent),
+        "env": {},
+    }
     rec = tool.run_one(impl, "A", tmp_path / "out", timeout_s=5.0, e_seconds=1.0)
     assert rec["status"] == status, rec
     assert (tmp_path / "out" / rec["log"]).is_file()
@@ -176,8 +219,23 @@ def test_exit_run_is_complete_and_its_markdown_generated(tool, folder):
 def _build_counter(tmp_path: Path) -> Path:
     lib = tmp_path / "libdcpc.so"
     src = REPO / "tools" / "pending_call_counter.c"
-    p = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-o", str(lib),
-                        str(src), "-ldl"], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            "cc",
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(lib),
+            str(src),
+            "-ldl",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     return lib
 
@@ -217,10 +275,19 @@ def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_p
     script = tmp_path / "child.py"
     script.write_text(SIM_CHILD)
     result, rlog, pcc = tmp_path / "r.json", tmp_path / "rel.txt", tmp_path / "pcc.json"
-    env = dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT=variant, DCPC_LIB=str(lib),
-               DCPC_OUT=str(pcc))
-    p = subprocess.run([sys.executable, str(script), str(TOOL.parent), str(result), str(rlog)],
-                       env=env, capture_output=True, text=True, timeout=120)
+    env = dict(
+        __import__("os").environ,
+        DEFERRED_CLEANUP_VARIANT=variant,
+        DCPC_LIB=str(lib),
+        DCPC_OUT=str(pcc),
+    )
+    p = subprocess.run(
+        [sys.executable, str(script), str(TOOL.parent), str(result), str(rlog)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     data = json.loads(result.read_text())
     fig = data["figures"]

@@ -3,6 +3,7 @@
 Source: cuda-python PR #2371 (item allocated before the driver sees the user
 object); docs/design/item.rst.
 """
+
 import gc
 import sys
 import weakref

@@ -30,6 +30,7 @@ scratch copy of the headers must make the check fail.
 Both C11 models shipped with herdtools7 run every file.  Runs once, in the
 Debian unstable root (marker ``tools``), where herd7 lives.
 """
+
 from __future__ import annotations
 
 import re
@@ -90,8 +91,11 @@ C_ORDER_RE = re.compile(r"\bmemory_order_(\w+)")
 # An atomic member operation whose order is a policy constant P::NAME.
 CPP_USE_RE = re.compile(
     r"\b(\w+)_\.(load|store|exchange|compare_exchange_weak|compare_exchange_strong|fetch_add|fetch_sub)"
-    r"\(([^;()]*?)\bP::(\w+)\b")
-C_USE_RE = re.compile(r"atomic_(load|store|exchange|compare_exchange_\w+|fetch_\w+)_explicit\(\s*(\w+)")
+    r"\(([^;()]*?)\bP::(\w+)\b"
+)
+C_USE_RE = re.compile(
+    r"atomic_(load|store|exchange|compare_exchange_\w+|fetch_\w+)_explicit\(\s*(\w+)"
+)
 
 # Strength of a memory order for one access, as a partial order: relaxed is
 # weakest, seq_cst strongest; acquire and release are incomparable, acq_rel
@@ -137,8 +141,14 @@ def policy_orders(headers: Path = HEADERS) -> dict[str, dict[str, dict]]:
                     j += 1
                 decl = DECL_RE.search(lines[j]) if j < len(lines) else None
                 assert decl, f"{where}: [litmus:{tag}] is not followed by a memory-order constant"
-                assert tag not in tags, f"{m.group(1)}: tag {tag} twice ({tags[tag]['where']}, {where})"
-                tags[tag] = {"member": decl.group(1), "order": decl.group(2), "where": f"policy.hpp:{first + j}"}
+                assert tag not in tags, (
+                    f"{m.group(1)}: tag {tag} twice ({tags[tag]['where']}, {where})"
+                )
+                tags[tag] = {
+                    "member": decl.group(1),
+                    "order": decl.group(2),
+                    "where": f"policy.hpp:{first + j}",
+                }
         out[m.group(1)] = tags
     return out
 
@@ -165,7 +175,9 @@ def mp_leave_order(headers: Path = HEADERS) -> tuple[str, str, str]:
     code = lines[hits[0] + 1]
     m = re.search(r"\b(\w+)_\.(\w+)\(", code)
     orders = CPP_ORDER_RE.findall(code)
-    assert m and len(orders) == 1, f"queue.hpp:{hits[0] + 2}: no atomic operation with one order: {code}"
+    assert m and len(orders) == 1, (
+        f"queue.hpp:{hits[0] + 2}: no atomic operation with one order: {code}"
+    )
     return m.group(1), _kind(m.group(2)), orders[0]
 
 
@@ -200,7 +212,9 @@ def litmus_tags(path: Path, tag_re: re.Pattern = TAG_RE) -> dict[str, dict]:
             orders = C_ORDER_RE.findall(code)
             assert use, f"{path.name}:{no}: tagged line has no atomic operation"
             want = 2 if use.group(1).startswith("compare_exchange") else 1
-            assert len(orders) == want, f"{path.name}:{no}: expected {want} memory order(s), got {orders}"
+            assert len(orders) == want, (
+                f"{path.name}:{no}: expected {want} memory order(s), got {orders}"
+            )
             found[tag] = {"order": orders[0], "kind": _kind(use.group(1)), "location": use.group(2)}
     return found
 
@@ -234,8 +248,10 @@ def drift_errors(headers: Path = HEADERS, litmus: Path = LITMUS) -> list[str]:
                 if tag == "gate.leave" and tag in mp:
                     loc, kind, order = mp_leave_order(headers)
                     if (ev["location"], ev["kind"], ev["order"]) != (loc, kind, order):
-                        errors.append(f"{path.name}: gate.leave is {ev['kind']} {ev['order']} of {ev['location']}; "
-                                      f"queue.hpp does {kind} {order} of {loc}_")
+                        errors.append(
+                            f"{path.name}: gate.leave is {ev['kind']} {ev['order']} of {ev['location']}; "
+                            f"queue.hpp does {kind} {order} of {loc}_"
+                        )
                     continue
                 h = policies[pol].get(tag)
                 if h is None:
@@ -243,17 +259,23 @@ def drift_errors(headers: Path = HEADERS, litmus: Path = LITMUS) -> list[str]:
                     continue
                 covered.add((pol, tag))
                 if ev["order"] != h["order"]:
-                    errors.append(f"{path.name}: {tag} is {ev['order']}, {pol}::{h['member']} is {h['order']} "
-                                  f"({h['where']})")
+                    errors.append(
+                        f"{path.name}: {tag} is {ev['order']}, {pol}::{h['member']} is {h['order']} "
+                        f"({h['where']})"
+                    )
                 used = uses.get(h["member"], set())
                 if (ev["location"], ev["kind"]) not in used:
-                    errors.append(f"{path.name}: {tag} is a {ev['kind']} of {ev['location']}; the headers use "
-                                  f"P::{h['member']} only in {sorted(used)}")
+                    errors.append(
+                        f"{path.name}: {tag} is a {ev['kind']} of {ev['location']}; the headers use "
+                        f"P::{h['member']} only in {sorted(used)}"
+                    )
     for pol, tags in policies.items():
         for tag, h in tags.items():
             if (pol, tag) not in covered:
-                errors.append(f"{pol}::{h['member']} ({h['where']}, [litmus:{tag}]) appears in no litmus file "
-                              f"naming {pol}")
+                errors.append(
+                    f"{pol}::{h['member']} ({h['where']}, [litmus:{tag}]) appears in no litmus file "
+                    f"naming {pol}"
+                )
     return errors
 
 
@@ -270,15 +292,22 @@ def herd7(path: Path, model: str) -> dict:
         AssertionError: if herd7 fails or its output has no Observation line.
         subprocess.TimeoutExpired: after 60 s.
     """
-    p = subprocess.run(["herd7", "-model", model, str(path)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        ["herd7", "-model", model, str(path)], capture_output=True, text=True, timeout=60
+    )
     out = p.stdout + p.stderr
     assert p.returncode == 0, f"herd7 -model {model} {path.name} exited {p.returncode}:\n{out}"
     m = re.search(r"^Observation \S+ (Always|Sometimes|Never) (\d+) (\d+)", out, re.M)
     assert m, f"no Observation line from herd7:\n{out}"
     states = re.search(r"^States (\d+)", out, re.M)
     assert states, f"no States line from herd7:\n{out}"
-    return {"observation": m.group(1), "positive": int(m.group(2)), "negative": int(m.group(3)),
-            "states": int(states.group(1)), "output": out}
+    return {
+        "observation": m.group(1),
+        "positive": int(m.group(2)),
+        "negative": int(m.group(3)),
+        "states": int(states.group(1)),
+        "output": out,
+    }
 
 
 def _all_seq_cst(src: Path, dst_dir: Path) -> Path:
@@ -291,11 +320,14 @@ def _all_seq_cst(src: Path, dst_dir: Path) -> Path:
     return dst
 
 
-needs_herd7 = pytest.mark.skipif(shutil.which("herd7") is None,
-                                 reason="herd7 not installed (it is in the Debian unstable root: marker 'tools', env cp314-sid)")
+needs_herd7 = pytest.mark.skipif(
+    shutil.which("herd7") is None,
+    reason="herd7 not installed (it is in the Debian unstable root: marker 'tools', env cp314-sid)",
+)
 
 
 # ------------------------------------------------------------------ herd7
+
 
 @needs_herd7
 @pytest.mark.parametrize("model", MODELS)
@@ -348,9 +380,12 @@ def test_no_order_closes_the_comparison_window(model, tmp_path):
 
 # ------------------------------------------------------------------ drift
 
+
 def test_every_litmus_file_is_listed_with_its_policy():
     on_disk = {p.stem for p in LITMUS.glob("*.litmus")}
-    assert on_disk == set(FILES), f"files not in FILES: {on_disk - set(FILES)}; missing: {set(FILES) - on_disk}"
+    assert on_disk == set(FILES), (
+        f"files not in FILES: {on_disk - set(FILES)}; missing: {set(FILES) - on_disk}"
+    )
     for stem, (policies, _, _) in FILES.items():
         assert litmus_policies(LITMUS / f"{stem}.litmus") == policies, stem
 
@@ -359,7 +394,12 @@ def test_every_policy_has_tagged_orders():
     pol = policy_orders()
     assert set(pol) == set(POLICIES)
     wakeup = {"wakeup.push", "wakeup.check", "wakeup.claim", "wakeup.clear", "wakeup.take"}
-    assert set(pol["ReferencePolicy"]) == wakeup | {"gate.enter", "gate.check", "gate.close", "gate.wait"}
+    assert set(pol["ReferencePolicy"]) == wakeup | {
+        "gate.enter",
+        "gate.check",
+        "gate.close",
+        "gate.wait",
+    }
     for name in COMPARISON:
         assert set(pol[name]) == wakeup | {"wakeup.recheck", "gate.check", "gate.close"}, name
 
@@ -395,6 +435,7 @@ def test_negative_control_weakens_its_reference(stem):
 
 
 # ------------------------------------------------------------------ the drift check can fail
+
 
 def _scratch_headers(tmp_path: Path) -> Path:
     dst = tmp_path / "deferred_cleanup"
@@ -451,8 +492,12 @@ def test_weakening_gate_leave_fails_the_drift_check(tmp_path):
     q = headers / "queue.hpp"
     text = q.read_text()
     assert text.count("in_flight_.fetch_sub(1, std::memory_order_release)") == 1
-    q.write_text(text.replace("in_flight_.fetch_sub(1, std::memory_order_release)",
-                              "in_flight_.fetch_sub(1, std::memory_order_relaxed)"))
+    q.write_text(
+        text.replace(
+            "in_flight_.fetch_sub(1, std::memory_order_release)",
+            "in_flight_.fetch_sub(1, std::memory_order_relaxed)",
+        )
+    )
     errors = drift_errors(headers)
     assert any("gate.leave" in e for e in errors), errors
 
@@ -464,7 +509,12 @@ def test_an_untested_constant_fails_the_drift_check(tmp_path):
     text = p.read_text()
     anchor = "  static constexpr DrainShape drain_shape = DrainShape::clear_then_take;\n"
     assert text.count(anchor) == 1
-    p.write_text(text.replace(anchor, "  // [litmus:wakeup.extra]\n"
-                              "  static constexpr std::memory_order extra = std::memory_order_seq_cst;\n" + anchor))
+    p.write_text(
+        text.replace(
+            anchor,
+            "  // [litmus:wakeup.extra]\n"
+            "  static constexpr std::memory_order extra = std::memory_order_seq_cst;\n" + anchor,
+        )
+    )
     errors = drift_errors(headers)
     assert any("wakeup.extra" in e and "no litmus file" in e for e in errors), errors

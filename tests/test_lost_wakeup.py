@@ -20,6 +20,7 @@ Runs once per ``make test`` (marker ``hardware``), not per interpreter: the C++
 program does not involve Python.  ``make lost-wakeup`` runs the same program
 for the rates shown in the docs.
 """
+
 from __future__ import annotations
 
 import json
@@ -48,7 +49,9 @@ def lost_wakeup() -> Path:
     return build_race_program("lost_wakeup")
 
 
-def run(binary: Path, tmp_path: Path, variant: str, stop_at_first: bool) -> tuple[dict, dict, float]:
+def run(
+    binary: Path, tmp_path: Path, variant: str, stop_at_first: bool
+) -> tuple[dict, dict, float]:
     """Run the program for one variant.
 
     Args:
@@ -70,7 +73,8 @@ def run(binary: Path, tmp_path: Path, variant: str, stop_at_first: bool) -> tupl
     print(p.stdout.strip(), f"(wall {wall:.1f} s)")
     assert p.returncode == 0, (
         f"violation (double clean, clean off the consumer thread, two calls outstanding or a "
-        f"stuck state with scheduled_ true):\n{p.stdout}\n{p.stderr}")
+        f"stuck state with scheduled_ true):\n{p.stdout}\n{p.stderr}"
+    )
     data = json.loads(out.read_text())
     (result,) = [v for v in data["variants"] if v["variant"] == variant]
     for key in ("double_clean", "off_thread", "stuck_scheduled"):
@@ -85,9 +89,11 @@ def test_comparison_variant_loses_a_wakeup(lost_wakeup, tmp_path, variant):
     """Release clear + acquire re-check: the store-buffering outcome on this CPU."""
     r, data, wall = run(lost_wakeup, tmp_path, variant, stop_at_first=True)
     if r["lost"] == 0:
-        pytest.skip(f"{variant}: 0 lost wakeups in {r['iterations']} handoffs on "
-                    f"{data['cpu']} ({data['machine']}), {wall:.1f} s: this CPU did not show "
-                    f"the store-buffering outcome")
+        pytest.skip(
+            f"{variant}: 0 lost wakeups in {r['iterations']} handoffs on "
+            f"{data['cpu']} ({data['machine']}), {wall:.1f} s: this CPU did not show "
+            f"the store-buffering outcome"
+        )
     assert r["lost"] >= 1
     assert r["iterations"] <= HANDOFFS
 
@@ -97,4 +103,6 @@ def test_reference_never_loses_a_wakeup(lost_wakeup, tmp_path):
     """seq_cst clear before the take, seq_cst push and check: no stuck state."""
     r, data, wall = run(lost_wakeup, tmp_path, "reference", stop_at_first=False)
     assert r["iterations"] == HANDOFFS
-    assert r["lost"] == 0, f"reference lost {r['lost']} wakeups in {HANDOFFS} handoffs on {data['cpu']}"
+    assert r["lost"] == 0, (
+        f"reference lost {r['lost']} wakeups in {HANDOFFS} handoffs on {data['cpu']}"
+    )

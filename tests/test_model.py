@@ -46,6 +46,7 @@ Checks marked ``by_hand`` in run.py take minutes and run only with
 ``DC_MODEL_SLOW=1``: ``rearm_refusal``, ``liveness_lost_apart`` and
 ``liveness_lost2`` (the ``_nr`` runs with the retrier; they must verify).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -58,8 +59,10 @@ import pytest
 
 pytestmark = [
     pytest.mark.tools,
-    pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
-                       reason="spin or gcc not installed (both are in the Debian unstable root: marker 'tools', env cp314-sid)"),
+    pytest.mark.skipif(
+        shutil.which("spin") is None or shutil.which("gcc") is None,
+        reason="spin or gcc not installed (both are in the Debian unstable root: marker 'tools', env cp314-sid)",
+    ),
 ]
 
 RUNNER = Path(__file__).resolve().parent / "model" / "run.py"
@@ -103,22 +106,38 @@ STATE_FLOOR = {
 # give-back of the clock (witness 16's assert, "(!(clk))", the two claim_seq
 # tests, an "else" and three "(1)") and release_main_rearm after a refusal
 # ("((main_rec==nseq))", an "else" and a "(1)").
-FULL_COVERAGE = {"safety_n2_k2_lost2_nr": {
-    '"mv = 0"': 1, '"(1)"': 9, '"mr = 1"': 1, '"mr = 0"': 1, '"(!(mr))"': 1, '"else"': 4,
-    '"((main_rec==0))"': 1, '"assert(!(((0==16)&&1)))"': 1, '"(!(clk))"': 1,
-    '"((claim_seq!=oseq))"': 1, '"((claim_seq==oseq))"': 1, '"((main_rec==nseq))"': 1}}
+FULL_COVERAGE = {
+    "safety_n2_k2_lost2_nr": {
+        '"mv = 0"': 1,
+        '"(1)"': 9,
+        '"mr = 1"': 1,
+        '"mr = 0"': 1,
+        '"(!(mr))"': 1,
+        '"else"': 4,
+        '"((main_rec==0))"': 1,
+        '"assert(!(((0==16)&&1)))"': 1,
+        '"(!(clk))"': 1,
+        '"((claim_seq!=oseq))"': 1,
+        '"((claim_seq==oseq))"': 1,
+        '"((main_rec==nseq))"': 1,
+    }
+}
 
 # What each negative variant must be caught by.
 SIGNATURE = {
     "lost_wakeup": "acceptance cycle",
     "fast_reordered": "acceptance cycle",
     "no_gate": "assertion violated (interp!=2)",
-    "retry_enqueues": ("assertion violated (cleaned<=pushed)", "assertion violated ((cleaned+leaked)==2)"),
+    "retry_enqueues": (
+        "assertion violated (cleaned<=pushed)",
+        "assertion violated ((cleaned+leaked)==2)",
+    ),
     "no_rearm": "acceptance cycle",
     "lost_both_nr": "acceptance cycle",
     "records_first": "acceptance cycle",
     "drop_clock": "acceptance cycle",
 }
+
 
 def run(name: str, tmp_path: Path) -> dict:
     if CHECKS[name].by_hand and os.environ.get("DC_MODEL_SLOW") != "1":
@@ -147,7 +166,11 @@ def test_protocol_verifies(name, tmp_path):
     r = run(name, tmp_path)
     _assert_verifies(r, STATE_FLOOR[name])
     if name in FULL_COVERAGE:
-        procs = ("producer", "foreign") if "NO_RETRIER" in CHECKS[name].macros else ("producer", "retrier", "foreign")
+        procs = (
+            ("producer", "foreign")
+            if "NO_RETRIER" in CHECKS[name].macros
+            else ("producer", "retrier", "foreign")
+        )
         allowed = dict(FULL_COVERAGE[name])
         for u in [u for u in r["unreached"] if u.startswith(procs)]:
             text = u.rsplit(", ", 1)[-1]

@@ -10,6 +10,7 @@ mutant that survives.
 
 Runs once (marker ``mutate``), in the cp312-pyenv environment.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -26,8 +27,13 @@ MUTATE = REPO / "tools" / "mutate.py"
 
 def mutate(*args: str, timeout_s: float) -> subprocess.CompletedProcess:
     """Run tools/mutate.py with args; output captured and echoed (for -s/-rA)."""
-    p = subprocess.run([sys.executable, str(MUTATE), *args], cwd=REPO, capture_output=True, text=True,
-                       timeout=timeout_s)
+    p = subprocess.run(
+        [sys.executable, str(MUTATE), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
     sys.stdout.write(p.stdout[-20000:])
     sys.stderr.write(p.stderr[-5000:])
     return p
@@ -44,8 +50,11 @@ def test_a_stale_mutant_stops_the_run(tmp_path):
     (tmp_path / "stale.py").write_text(
         'FILE = "reference/include/deferred_cleanup/drain.hpp"\n'
         'FIND = "text that is not in the header"\nREPLACE = "x"\n'
-        'PROPERTY = "none"\nKILLED_BY = ["litmus"]\n')
-    p = mutate("--mutants", str(tmp_path), "--out", str(REPO / "build" / "mutate-selftest"), timeout_s=60)
+        'PROPERTY = "none"\nKILLED_BY = ["litmus"]\n'
+    )
+    p = mutate(
+        "--mutants", str(tmp_path), "--out", str(REPO / "build" / "mutate-selftest"), timeout_s=60
+    )
     assert p.returncode == 1
     assert "FIND occurs 0 times" in p.stdout and "stale mutant" in p.stdout
 
@@ -57,13 +66,26 @@ def test_find_survives_reformatting_and_stays_unique(tmp_path):
     import mutate as tool
 
     (tmp_path / "a.hpp").write_text("void f() {\n  while (g(1,\n          2)) {}\n}\nint h = 3;\n")
-    m = tool.Mutant(name="m", path=tmp_path / "m.py", file="a.hpp",
-                    find="while (g(1, 2)) {\n  }", replace="while (false) {}", property="p",
-                    killed_by=["litmus"])
+    m = tool.Mutant(
+        name="m",
+        path=tmp_path / "m.py",
+        file="a.hpp",
+        find="while (g(1, 2)) {\n  }",
+        replace="while (false) {}",
+        property="p",
+        killed_by=["litmus"],
+    )
     assert tool.check_applies(m, tmp_path) == "void f() {\n  while (false) {}\n}\nint h = 3;\n"
     (tmp_path / "a.hpp").write_text("g(1, 2);\ng(1,2);\n")
-    m = tool.Mutant(name="m", path=tmp_path / "m.py", file="a.hpp", find="g(1, 2);", replace="x;",
-                    property="p", killed_by=["litmus"])
+    m = tool.Mutant(
+        name="m",
+        path=tmp_path / "m.py",
+        file="a.hpp",
+        find="g(1, 2);",
+        replace="x;",
+        property="p",
+        killed_by=["litmus"],
+    )
     with pytest.raises(tool.MutantError, match="FIND occurs 2 times"):
         tool.check_applies(m, tmp_path)
 
@@ -75,8 +97,11 @@ def test_a_surviving_mutant_fails_the_run(tmp_path):
         'FILE = "reference/include/deferred_cleanup/drain.hpp"\n'
         'FIND = "// drain.hpp: the consumer, on the CPython main thread."\n'
         'REPLACE = "// drain.hpp: the consumer (a comment changed by the runner\'s self-test)."\n'
-        'PROPERTY = "nothing: a comment"\nKILLED_BY = ["litmus"]\n')
-    p = mutate("--mutants", str(tmp_path), "--out", str(REPO / "build" / "mutate-selftest"), timeout_s=540)
+        'PROPERTY = "nothing: a comment"\nKILLED_BY = ["litmus"]\n'
+    )
+    p = mutate(
+        "--mutants", str(tmp_path), "--out", str(REPO / "build" / "mutate-selftest"), timeout_s=540
+    )
     assert p.returncode == 1, p.stdout
     assert "control cpp-asan" not in p.stdout  # only the checks the mutants name ran
     assert "survived (passed litmus)" in p.stdout and "NOT KILLED: harmless" in p.stdout
@@ -85,6 +110,8 @@ def test_a_surviving_mutant_fails_the_run(tmp_path):
 @pytest.mark.timeout(1800)
 def test_every_mutant_is_killed():
     p = mutate("--fast", timeout_s=1750)
-    assert p.returncode == 0, "a mutant survived, is stale or did not build (table above; build/mutate/mutate.md)"
+    assert p.returncode == 0, (
+        "a mutant survived, is stale or did not build (table above; build/mutate/mutate.md)"
+    )
     assert "control: the unmutated tree must pass" in p.stdout
     assert "mutants killed" in p.stdout

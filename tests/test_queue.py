@@ -2,6 +2,7 @@
 
 Source: cuda-python PR #2371; docs/design/queue.rst.
 """
+
 import os
 import subprocess
 import sys
@@ -38,7 +39,14 @@ def test_cleanups_run_in_push_order(dc, recorder, wait):
 
 def test_bad_variant_is_rejected_at_import():
     env = dict(os.environ, DEFERRED_CLEANUP_VARIANT="bogus")
-    p = subprocess.run([sys.executable, "-c", "import deferred_cleanup"], env=env, capture_output=True, text=True,
-                       timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-c", "import deferred_cleanup"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode != 0
-    assert "DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2'" in p.stderr
+    assert (
+        "DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2'" in p.stderr
+    )

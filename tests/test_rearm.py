@@ -11,6 +11,7 @@ two calls in a row are lost, a main-thread entry point adds one more past
 that bound (at most three).  The comparison variants, as shipped, stay stuck
 until an unrelated wakeup.
 """
+
 import subprocess
 import sys
 import textwrap
@@ -53,15 +54,22 @@ SCRIPT = textwrap.dedent("""
 
 
 def _run(variant):
-    p = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60,
-                       env=dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT=variant))
+    p = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT=variant),
+    )
     assert p.returncode == 0, p.stderr
     return __import__("json").loads(p.stdout.strip().splitlines()[-1])
 
 
 def test_reference_recovers_a_lost_call_at_a_later_enqueue():
     r = _run("reference")
-    assert r["after_loss"] == {"released": 0, "scheduled": True}, "the call must really have been lost"
+    assert r["after_loss"] == {"released": 0, "scheduled": True}, (
+        "the call must really have been lost"
+    )
     assert r["released"] == 101, f"payloads stayed queued after the lost call: {r}"
     assert r["rearms"] >= 1, r
     assert r["calls_outstanding"] <= 2, r
@@ -163,8 +171,13 @@ TWO_LOST = textwrap.dedent("""
 
 
 def test_two_lost_calls_then_one_main_thread_entry_point_restore_the_pending_call_path():
-    p = subprocess.run([sys.executable, "-c", TWO_LOST], capture_output=True, text=True, timeout=60,
-                       env=dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT="reference"))
+    p = subprocess.run(
+        [sys.executable, "-c", TWO_LOST],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(__import__("os").environ, DEFERRED_CLEANUP_VARIANT="reference"),
+    )
     assert p.returncode == 0, p.stderr
     r = __import__("json").loads(p.stdout.strip().splitlines()[-1])
     s = r["start"]
@@ -183,21 +196,29 @@ def test_two_lost_calls_then_one_main_thread_entry_point_restore_the_pending_cal
     assert r["poll"] == "drained" and e["released"] == 201, r
     assert e["direct_drains"] - lost["direct_drains"] == 1, r
     assert e["rearms"] - lost["rearms"] == 1, r
-    assert e["main_rearms"] - lost["main_rearms"] == 1 and lost["main_rearms"] == s["main_rearms"], r
+    assert (
+        e["main_rearms"] - lost["main_rearms"] == 1 and lost["main_rearms"] == s["main_rearms"]
+    ), r
     assert e["pending_calls"] - lost["pending_calls"] == 1, r
     # ... which runs at the next eval-breaker check and clears the claim.
     m = r["after_main_call"]
-    assert r["claim_cleared_s"] < 5.0 and m["scheduled"] is False, f"the main thread's call never ran: {r}"
+    assert r["claim_cleared_s"] < 5.0 and m["scheduled"] is False, (
+        f"the main thread's call never ran: {r}"
+    )
     assert m["drain_cycles"] - s["drain_cycles"] == 1 and m["calls_outstanding"] == 0, r
     # 50 new payloads: released by a pending call, on the main thread, with no entry point.
     end = r["end"]
     assert end["released"] == 251, f"payloads stayed queued after the recovery: {r}"
     assert r["waited_s"] < 5.0, r
-    assert end["direct_drains"] == e["direct_drains"], f"released by an entry point, not a pending call: {r}"
+    assert end["direct_drains"] == e["direct_drains"], (
+        f"released by an entry point, not a pending call: {r}"
+    )
     assert end["drain_cycles"] - m["drain_cycles"] >= 1, r
     assert end["pending_calls"] - m["pending_calls"] >= 1, r
     assert end["rearms"] == e["rearms"], r
     assert r["off_main"] == 0, r
-    print(f"two lost calls: main thread's call cleared the claim after {r['claim_cleared_s']} s; "
-          f"50 payloads released by {end['drain_cycles'] - m['drain_cycles']} pending call(s) in "
-          f"{r['waited_s']} s")
+    print(
+        f"two lost calls: main thread's call cleared the claim after {r['claim_cleared_s']} s; "
+        f"50 payloads released by {end['drain_cycles'] - m['drain_cycles']} pending call(s) in "
+        f"{r['waited_s']} s"
+    )

@@ -9,6 +9,7 @@ builds are incremental in build/tsan and build/asan.
 Runs once (marker ``sanitize``), in the cp312-pyenv environment (the scripts
 use the host's g++, cmake and GoogleTest; apt installs them when missing).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,16 +33,26 @@ SHORT = {
 }
 
 
-@pytest.mark.timeout(900)  # includes a first build of the sanitized suite (about a minute per script)
+@pytest.mark.timeout(
+    900
+)  # includes a first build of the sanitized suite (about a minute per script)
 @pytest.mark.parametrize("script, done", [(".ci/tsan.sh", "tsan: ok"), (".ci/asan.sh", "asan: ok")])
 def test_short_sanitizer_run_passes_and_its_canary_is_reported(script, done):
-    p = subprocess.run(["bash", script], cwd=REPO, env=dict(os.environ, **SHORT), capture_output=True, text=True,
-                       timeout=880)
+    p = subprocess.run(
+        ["bash", script],
+        cwd=REPO,
+        env=dict(os.environ, **SHORT),
+        capture_output=True,
+        text=True,
+        timeout=880,
+    )
     out = p.stdout + p.stderr
     sys.stdout.write(out[-6000:])
     assert p.returncode == 0, out[-6000:]
     assert done in p.stdout
-    assert "must be reported" in p.stdout and "reported as expected" in p.stdout  # the canary ran and was caught
+    assert (
+        "must be reported" in p.stdout and "reported as expected" in p.stdout
+    )  # the canary ran and was caught
     m = re.search(r"core_tests: passed in (\d+) s", p.stdout)
     assert m and int(m.group(1)) <= SUITE_BOUND_S, out[-3000:]
     assert "FAILED" not in p.stdout

@@ -39,6 +39,7 @@ The docs page (docs/performance.rst) renders a committed copy:
 
 Only the standard library is used here (it runs on the machine's python3).
 """
+
 from __future__ import annotations
 
 import json
@@ -64,15 +65,19 @@ DRAIN_SIZES = [1000, 100000, 10000000]
 
 # Targets of the performance work (reported, not enforced), each a ratio of two
 # rows of one run.
-TARGET_FAST_PATH = 1.3        # reference destructor path, call outstanding / bare Treiber push
-TARGET_SLOW_PATH = 1.0        # reference, no call outstanding / cuda-core-1.2, the same
-TARGET_THROUGHPUT = 0.9       # reference throughput / bare Treiber push throughput, every count
-TARGET_DRAIN = 1.3            # reference drain per item / the drain floor (floor/drain)
+TARGET_FAST_PATH = 1.3  # reference destructor path, call outstanding / bare Treiber push
+TARGET_SLOW_PATH = 1.0  # reference, no call outstanding / cuda-core-1.2, the same
+TARGET_THROUGHPUT = 0.9  # reference throughput / bare Treiber push throughput, every count
+TARGET_DRAIN = 1.3  # reference drain per item / the drain floor (floor/drain)
 TARGET_CALLS_PER_PAYLOAD = 0.01
-TARGET_CONSUMER = 1.2         # through the queue / direct (end to end)
-TARGET_FLAT = 1.5             # per-item drain cost, 10^7 / 10^3 ("flat": no super-linear growth)
-SOURCE_GLOBS = ["reference/include/deferred_cleanup/*.hpp", "tests/bench/*.cpp", "tests/bench/*.hpp",
-                "tests/bench/CMakeLists.txt"]
+TARGET_CONSUMER = 1.2  # through the queue / direct (end to end)
+TARGET_FLAT = 1.5  # per-item drain cost, 10^7 / 10^3 ("flat": no super-linear growth)
+SOURCE_GLOBS = [
+    "reference/include/deferred_cleanup/*.hpp",
+    "tests/bench/*.cpp",
+    "tests/bench/*.hpp",
+    "tests/bench/CMakeLists.txt",
+]
 
 
 def say(msg: str) -> None:
@@ -81,21 +86,39 @@ def say(msg: str) -> None:
 
 # ------------------------------------------------------------ 1. packages
 def ensure_packages() -> None:
-    have_benchmark = any(Path(p).exists() for p in (
-        "/usr/lib/x86_64-linux-gnu/cmake/benchmark/benchmarkConfig.cmake",
-        "/usr/lib/cmake/benchmark/benchmarkConfig.cmake"))
-    missing = [pkg for pkg, ok in (("libbenchmark-dev", have_benchmark), ("cmake", shutil.which("cmake")),
-                                   ("g++", shutil.which("g++"))) if not ok]
+    have_benchmark = any(
+        Path(p).exists()
+        for p in (
+            "/usr/lib/x86_64-linux-gnu/cmake/benchmark/benchmarkConfig.cmake",
+            "/usr/lib/cmake/benchmark/benchmarkConfig.cmake",
+        )
+    )
+    missing = [
+        pkg
+        for pkg, ok in (
+            ("libbenchmark-dev", have_benchmark),
+            ("cmake", shutil.which("cmake")),
+            ("g++", shutil.which("g++")),
+        )
+        if not ok
+    ]
     if not missing:
         return
     if os.geteuid() != 0:
-        raise SystemExit(f"[bench] missing Debian packages: {' '.join(missing)} (not root: install them with apt-get)")
+        raise SystemExit(
+            f"[bench] missing Debian packages: {' '.join(missing)} (not root: install them with apt-get)"
+        )
     say(f"apt-get install {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     cmd = ["apt-get", "install", "-y", "-q", *missing]
     if subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL).returncode != 0:
         say("apt-get update, then install again")
-        if subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL).returncode != 0:
+        if (
+            subprocess.run(
+                ["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL
+            ).returncode
+            != 0
+        ):
             say("apt-get update reported errors; trying the install anyway")
         subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, check=True)
 
@@ -107,8 +130,10 @@ def build_core() -> Path:
     CMAKE_DIR.mkdir(parents=True, exist_ok=True)
     log = OUT / "cmake.log"
     with open(log, "w") as f:
-        for cmd in (["cmake", "-S", str(BENCH_SRC), "-B", str(CMAKE_DIR), "-DCMAKE_BUILD_TYPE=Release"],
-                    ["cmake", "--build", str(CMAKE_DIR), "-j2"]):
+        for cmd in (
+            ["cmake", "-S", str(BENCH_SRC), "-B", str(CMAKE_DIR), "-DCMAKE_BUILD_TYPE=Release"],
+            ["cmake", "--build", str(CMAKE_DIR), "-j2"],
+        ):
             if subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode != 0:
                 print(log.read_text()[-4000:], file=sys.stderr)
                 raise SystemExit(f"[bench] failed: {' '.join(cmd)} (log: {log})")
@@ -123,24 +148,50 @@ def run_core(binary: Path) -> dict:
     """Run bench_core, then bench_core_shared_line beside it (if built) on
     its destructor and producer rows; one Google Benchmark JSON with both."""
     reps = int(os.environ.get("DC_BENCH_REPS", "3"))
-    extra = [f"--benchmark_min_time={os.environ['DC_BENCH_MIN_TIME']}"] if os.environ.get("DC_BENCH_MIN_TIME") else []
+    extra = (
+        [f"--benchmark_min_time={os.environ['DC_BENCH_MIN_TIME']}"]
+        if os.environ.get("DC_BENCH_MIN_TIME")
+        else []
+    )
     out = OUT / "core.json"
     say(f"{binary}: {reps} repetition(s) of every benchmark (about {reps * 60} s)")
-    subprocess.run([str(binary), f"--benchmark_out={out}", "--benchmark_out_format=json",
-                    f"--benchmark_repetitions={reps}", "--benchmark_display_aggregates_only=true", *extra],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            str(binary),
+            f"--benchmark_out={out}",
+            "--benchmark_out_format=json",
+            f"--benchmark_repetitions={reps}",
+            "--benchmark_display_aggregates_only=true",
+            *extra,
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     raw = json.loads(out.read_text())
     shared = binary.parent / "bench_core_shared_line"
     if shared.exists():
         out2 = OUT / "core-shared-line.json"
-        say(f"{shared}: the destructor and producer rows with head_, scheduled_ and the gate on one line")
-        subprocess.run([str(shared), f"--benchmark_out={out2}", "--benchmark_out_format=json",
-                        f"--benchmark_repetitions={reps}", "--benchmark_display_aggregates_only=true",
-                        f"--benchmark_filter={SHARED_LINE_FILTER}", *extra], check=True, stdout=subprocess.DEVNULL)
+        say(
+            f"{shared}: the destructor and producer rows with head_, scheduled_ and the gate on one line"
+        )
+        subprocess.run(
+            [
+                str(shared),
+                f"--benchmark_out={out2}",
+                "--benchmark_out_format=json",
+                f"--benchmark_repetitions={reps}",
+                "--benchmark_display_aggregates_only=true",
+                f"--benchmark_filter={SHARED_LINE_FILTER}",
+                *extra,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         raw2 = json.loads(out2.read_text())
         raw["benchmarks"] += raw2["benchmarks"]
-        raw.setdefault("context", {})["shared_line_queue_field_align"] = raw2.get("context", {}).get(
-            "queue_field_align")
+        raw.setdefault("context", {})["shared_line_queue_field_align"] = raw2.get(
+            "context", {}
+        ).get("queue_field_align")
         out.write_text(json.dumps(raw, indent=1) + "\n")
     return raw
 
@@ -156,18 +207,44 @@ def core_rows(raw: dict) -> dict[str, dict]:
     rows = {}
     for name, bs in runs.items():
         ips = statistics.median(b["items_per_second"] for b in bs)
-        counters = {k: v for k, v in bs[0].items() if k not in (
-            "name", "family_index", "per_family_instance_index", "run_name", "run_type", "repetitions",
-            "repetition_index", "threads", "iterations", "real_time", "cpu_time", "time_unit",
-            "items_per_second", "aggregate_name", "aggregate_unit")}
-        rows[_short(name)] = {"ns_per_item": 1e9 / ips, "items_per_second": ips, "repetitions": len(bs),
-                              "counters": counters}
+        counters = {
+            k: v
+            for k, v in bs[0].items()
+            if k
+            not in (
+                "name",
+                "family_index",
+                "per_family_instance_index",
+                "run_name",
+                "run_type",
+                "repetitions",
+                "repetition_index",
+                "threads",
+                "iterations",
+                "real_time",
+                "cpu_time",
+                "time_unit",
+                "items_per_second",
+                "aggregate_name",
+                "aggregate_unit",
+            )
+        }
+        rows[_short(name)] = {
+            "ns_per_item": 1e9 / ips,
+            "items_per_second": ips,
+            "repetitions": len(bs),
+            "counters": counters,
+        }
     return rows
 
 
 def _short(run_name: str) -> str:
     """Drop Google Benchmark's decorations (iterations:N, manual_time)."""
-    parts = [p for p in run_name.split("/") if not p.startswith("iterations:") and p not in ("manual_time", "real_time")]
+    parts = [
+        p
+        for p in run_name.split("/")
+        if not p.startswith("iterations:") and p not in ("manual_time", "real_time")
+    ]
     return "/".join(parts)
 
 
@@ -178,10 +255,11 @@ def matrix_names() -> list[str]:
         return [n for n in only.split(",") if n]
     sys.path.insert(0, str(REPO / "tools"))
     import matrix  # noqa: PLC0415  (tools/matrix.py: the interpreters of the matrix)
+
     return [it.name for it in matrix.MATRIX]
 
 
-E2E_SCRIPT = r'''
+E2E_SCRIPT = r"""
 set -u
 out=build/bench/e2e/$DC_INTERPRETER_NAME
 mkdir -p "$out"
@@ -198,15 +276,19 @@ for v in VARIANTS; do
   DEFERRED_CLEANUP_VARIANT=$v $PY tests/bench/e2e.py counts --payloads PAYLOADS --big BIG >"$out/$v.counts.json" 2>"$out/$v.counts.err" \
     || echo "counts failed: $(tail -3 "$out/$v.counts.err")" >>"$out/$v.error"
 done
-'''
+"""
 
 
 def run_e2e(names: list[str]) -> dict:
     opts = os.environ.get("DC_BENCH_PYPERF", "-p 1 -n 3 -w 1 -l 1")
     payloads = int(os.environ.get("DC_BENCH_PAYLOADS", E2E_PAYLOADS))
     big = int(os.environ.get("DC_BENCH_BIG", E2E_BIG))
-    script = (E2E_SCRIPT.replace("VARIANTS", " ".join(VARIANTS)).replace("PYPERF_OPTS", opts)
-              .replace("PAYLOADS", str(payloads)).replace("BIG", str(big)))
+    script = (
+        E2E_SCRIPT.replace("VARIANTS", " ".join(VARIANTS))
+        .replace("PYPERF_OPTS", opts)
+        .replace("PAYLOADS", str(payloads))
+        .replace("BIG", str(big))
+    )
     results = {}
     for name in names:
         out = OUT / "e2e" / name
@@ -217,11 +299,26 @@ def run_e2e(names: list[str]) -> dict:
         log = OUT / "e2e" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w") as f:
-            rc = subprocess.run([sys.executable, str(REPO / "tools" / "matrix.py"), "run", name, "--", "bash", "-c", script],
-                                cwd=REPO, stdout=f, stderr=subprocess.STDOUT).returncode
+            rc = subprocess.run(
+                [
+                    sys.executable,
+                    str(REPO / "tools" / "matrix.py"),
+                    "run",
+                    name,
+                    "--",
+                    "bash",
+                    "-c",
+                    script,
+                ],
+                cwd=REPO,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+            ).returncode
         results[name] = collect_e2e(name, rc, log)
-        say(f"{name}: done in {time.monotonic() - t0:.0f} s"
-            + ("" if rc == 0 else f" (exit {rc}: {results[name].get('missing', '')})"))
+        say(
+            f"{name}: done in {time.monotonic() - t0:.0f} s"
+            + ("" if rc == 0 else f" (exit {rc}: {results[name].get('missing', '')})")
+        )
     return results
 
 
@@ -233,8 +330,12 @@ def _pyperf_values(path: Path) -> dict:
         name = b.get("metadata", {}).get("name") or data.get("metadata", {}).get("name")
         values = [v for run in b["runs"] for v in run.get("values", [])]
         if values:  # pyperf stores seconds per loop
-            out[name] = {"mean": statistics.fmean(values), "median": statistics.median(values),
-                         "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
+            out[name] = {
+                "mean": statistics.fmean(values),
+                "median": statistics.median(values),
+                "stdev": statistics.stdev(values) if len(values) > 1 else 0.0,
+                "n": len(values),
+            }
     return out
 
 
@@ -277,25 +378,45 @@ def machine() -> dict:
     if env.get("DC_BENCH_COMPILER"):
         compiler = env["DC_BENCH_COMPILER"]
     else:
-        gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+        gxx = subprocess.run(
+            ["g++", "--version"], capture_output=True, text=True
+        ).stdout.splitlines()[:1]
         compiler = gxx[0] if gxx else ""
-    bench_ver = env.get("DC_BENCH_GBENCH") or subprocess.run(
-        ["dpkg-query", "-W", "-f=${Version}", "libbenchmark-dev"], capture_output=True, text=True).stdout.strip()
+    bench_ver = (
+        env.get("DC_BENCH_GBENCH")
+        or subprocess.run(
+            ["dpkg-query", "-W", "-f=${Version}", "libbenchmark-dev"],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     if env.get("DC_COMMIT"):
         commit = env["DC_COMMIT"]
     else:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         commit += "+uncommitted" if dirty else ""
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "kernel": platform.release(), "os": _os_name(),
-        "compiler": compiler, "google_benchmark": bench_ver, "commit": commit,
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "kernel": platform.release(),
+        "os": _os_name(),
+        "compiler": compiler,
+        "google_benchmark": bench_ver,
+        "commit": commit,
         "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load_average": [round(x, 2) for x in os.getloadavg()],
-        "shared": env.get("DC_BENCH_MACHINE_NOTE",
-                          "a 2-core virtual machine shared with other jobs: the absolute times are noisy"),
+        "shared": env.get(
+            "DC_BENCH_MACHINE_NOTE",
+            "a 2-core virtual machine shared with other jobs: the absolute times are noisy",
+        ),
     }
 
 
@@ -307,6 +428,7 @@ def provenance() -> dict:
         return json.loads(Path(path).read_text())
     sys.path.insert(0, str(REPO / "tools"))
     import provenance as prov  # noqa: PLC0415  (tools/provenance.py)
+
     return prov.stamp(SOURCE_GLOBS)
 
 
@@ -333,13 +455,32 @@ def batch_ns(core: dict, name: str) -> float:
 def _pow10(n: int) -> str:
     """10^k for a power of ten, else the number."""
     k = round(math.log10(n))
-    return f"10^{k}" if 10 ** k == n else str(n)
+    return f"10^{k}" if 10**k == n else str(n)
 
 
-def _row(h: list, id: str, measure: str, num: str, den: str, kind: str, value: float,
-         target: str = "", ok: bool | None = None) -> None:
-    h.append(dict(id=id, measure=measure, numerator=num, denominator=den, kind=kind, value=value,
-                  target=target, ok=ok))
+def _row(
+    h: list,
+    id: str,
+    measure: str,
+    num: str,
+    den: str,
+    kind: str,
+    value: float,
+    target: str = "",
+    ok: bool | None = None,
+) -> None:
+    h.append(
+        dict(
+            id=id,
+            measure=measure,
+            numerator=num,
+            denominator=den,
+            kind=kind,
+            value=value,
+            target=target,
+            ok=ok,
+        )
+    )
 
 
 def headline(core: dict, e2e: dict) -> list[dict]:
@@ -352,19 +493,43 @@ def headline(core: dict, e2e: dict) -> list[dict]:
         num = f"destructor/{v}/outstanding"
         value = ns(num) / ns(floor)
         ref = v == "reference"
-        _row(h, f"fast_path.{v}", f"{v}: destructor path, pending call outstanding / bare Treiber push",
-             num, floor, "ns", value, f"<= {TARGET_FAST_PATH}" if ref else "",
-             value <= TARGET_FAST_PATH if ref else None)
+        _row(
+            h,
+            f"fast_path.{v}",
+            f"{v}: destructor path, pending call outstanding / bare Treiber push",
+            num,
+            floor,
+            "ns",
+            value,
+            f"<= {TARGET_FAST_PATH}" if ref else "",
+            value <= TARGET_FAST_PATH if ref else None,
+        )
     for v in _variants(core):
         num = f"batch16/destructor/{v}/none"
         den = "batch16/floor/treiber_push"
-        _row(h, f"no_call.{v}", f"{v}: destructor path, no pending call outstanding / bare Treiber push",
-             num, den, "batch_ns", batch_ns(core, num) / batch_ns(core, den))
+        _row(
+            h,
+            f"no_call.{v}",
+            f"{v}: destructor path, no pending call outstanding / bare Treiber push",
+            num,
+            den,
+            "batch_ns",
+            batch_ns(core, num) / batch_ns(core, den),
+        )
     num, den = "batch16/destructor/reference/none", "batch16/destructor/cuda-core-1.2/none"
     if num in core and den in core:
         value = batch_ns(core, num) / batch_ns(core, den)
-        _row(h, "slow_path.reference", "reference / cuda-core-1.2: destructor path, no pending call "
-             "outstanding", num, den, "batch_ns", value, f"<= {TARGET_SLOW_PATH}", value <= TARGET_SLOW_PATH)
+        _row(
+            h,
+            "slow_path.reference",
+            "reference / cuda-core-1.2: destructor path, no pending call outstanding",
+            num,
+            den,
+            "batch_ns",
+            value,
+            f"<= {TARGET_SLOW_PATH}",
+            value <= TARGET_SLOW_PATH,
+        )
     for t in THREAD_COUNTS:
         tre, mtx = f"mt/treiber_push/threads:{t}", f"mt/mutex_vector/threads:{t}"
         if tre not in core:
@@ -375,57 +540,130 @@ def headline(core: dict, e2e: dict) -> list[dict]:
                 continue
             value = ips(num) / ips(tre)
             ref = v == "reference"
-            _row(h, f"throughput.{v}.{t}", f"{v}: throughput with {t} producers / bare Treiber push",
-                 num, tre, "throughput", value, f">= {TARGET_THROUGHPUT}" if ref else "",
-                 value >= TARGET_THROUGHPUT if ref else None)
+            _row(
+                h,
+                f"throughput.{v}.{t}",
+                f"{v}: throughput with {t} producers / bare Treiber push",
+                num,
+                tre,
+                "throughput",
+                value,
+                f">= {TARGET_THROUGHPUT}" if ref else "",
+                value >= TARGET_THROUGHPUT if ref else None,
+            )
         num = f"mt/destructor/reference/threads:{t}"
         if num in core and mtx in core:
-            _row(h, f"vs_mutex.reference.{t}", f"reference: throughput with {t} producers / mutex + vector",
-                 num, mtx, "throughput", ips(num) / ips(mtx))
+            _row(
+                h,
+                f"vs_mutex.reference.{t}",
+                f"reference: throughput with {t} producers / mutex + vector",
+                num,
+                mtx,
+                "throughput",
+                ips(num) / ips(mtx),
+            )
         shared = f"shared_line/mt/destructor/reference/threads:{t}"
         if num in core and shared in core:
-            _row(h, f"separate_lines.reference.{t}", f"reference: throughput with {t} producers, fields on "
-                 "their own cache lines / on one line", num, shared, "throughput", ips(num) / ips(shared))
+            _row(
+                h,
+                f"separate_lines.reference.{t}",
+                f"reference: throughput with {t} producers, fields on "
+                "their own cache lines / on one line",
+                num,
+                shared,
+                "throughput",
+                ips(num) / ips(shared),
+            )
     for n in DRAIN_SIZES:
         num, den = f"drain/reference/{n}", f"floor/drain/{n}"
         if num in core and den in core:
             value = ns(num) / ns(den)
-            _row(h, f"drain_floor.reference.{n}", f"reference: drain of {_pow10(n)} items per item / the drain floor "
-                 "(one exchange, one walk, the same cleanup)", num, den, "ns", value,
-                 f"<= {TARGET_DRAIN}", value <= TARGET_DRAIN)
+            _row(
+                h,
+                f"drain_floor.reference.{n}",
+                f"reference: drain of {_pow10(n)} items per item / the drain floor "
+                "(one exchange, one walk, the same cleanup)",
+                num,
+                den,
+                "ns",
+                value,
+                f"<= {TARGET_DRAIN}",
+                value <= TARGET_DRAIN,
+            )
         den = f"floor/drain_reversed/{n}"
         if num in core and den in core:
-            _row(h, f"drain_reversed.reference.{n}", f"reference: drain of {_pow10(n)} items per item / the same "
-                 "floor reversed first (oldest first)", num, den, "ns", ns(num) / ns(den))
+            _row(
+                h,
+                f"drain_reversed.reference.{n}",
+                f"reference: drain of {_pow10(n)} items per item / the same "
+                "floor reversed first (oldest first)",
+                num,
+                den,
+                "ns",
+                ns(num) / ns(den),
+            )
     for v in _variants(core):
         lo, hi = f"drain/{v}/{DRAIN_SIZES[0]}", f"drain/{v}/{DRAIN_SIZES[-1]}"
         if lo in core and hi in core and v == "reference":
             value = ns(hi) / ns(lo)
-            _row(h, f"drain_flat.{v}", f"{v}: per-item drain cost, 10^7 items / 10^3 items", hi, lo, "ns",
-                 value, f"<= {TARGET_FLAT} (flat)", value <= TARGET_FLAT)
+            _row(
+                h,
+                f"drain_flat.{v}",
+                f"{v}: per-item drain cost, 10^7 items / 10^3 items",
+                hi,
+                lo,
+                "ns",
+                value,
+                f"<= {TARGET_FLAT} (flat)",
+                value <= TARGET_FLAT,
+            )
     mid = DRAIN_SIZES[1]
     for v in _variants(core):
         num, den = f"drain/{v}/{mid}", f"direct/{mid}"
         if num in core and den in core:
-            _row(h, f"consumer_cpp.{v}", f"{v}: C++ drain of 10^5 items / the same cleanups run directly",
-                 num, den, "ns", ns(num) / ns(den))
+            _row(
+                h,
+                f"consumer_cpp.{v}",
+                f"{v}: C++ drain of 10^5 items / the same cleanups run directly",
+                num,
+                den,
+                "ns",
+                ns(num) / ns(den),
+            )
     for name, r in e2e.items():
         ref = r.get("variants", {}).get("reference", {})
         pp, counts = ref.get("pyperf", {}), ref.get("counts", {})
         if "consume_queue" in pp and "consume_direct" in pp:
             value = pp["consume_queue"]["median"] / pp["consume_direct"]["median"]
-            h.append(dict(id=f"consumer_py.{name}", measure=f"reference on {name}: releasing 10^5 payloads "
-                          "through the queue / running the same cleanups directly",
-                          numerator=f"e2e/{name}/reference/consume_queue",
-                          denominator=f"e2e/{name}/reference/consume_direct", kind="e2e_median", value=value,
-                          target=f"<= {TARGET_CONSUMER}", ok=value <= TARGET_CONSUMER))
+            h.append(
+                dict(
+                    id=f"consumer_py.{name}",
+                    measure=f"reference on {name}: releasing 10^5 payloads "
+                    "through the queue / running the same cleanups directly",
+                    numerator=f"e2e/{name}/reference/consume_queue",
+                    denominator=f"e2e/{name}/reference/consume_direct",
+                    kind="e2e_median",
+                    value=value,
+                    target=f"<= {TARGET_CONSUMER}",
+                    ok=value <= TARGET_CONSUMER,
+                )
+            )
         big = counts.get("burst_big")
         if big:
             value = big["pending_calls"] / big["payloads"]
-            h.append(dict(id=f"coalescing.{name}", measure=f"reference on {name}: pending calls per payload, "
-                          f"{big['payloads']} payloads from 8 threads", numerator=f"e2e/{name}/reference/pending_calls",
-                          denominator=f"e2e/{name}/reference/payloads", kind="count", value=value,
-                          target=f"<= {TARGET_CALLS_PER_PAYLOAD}", ok=value <= TARGET_CALLS_PER_PAYLOAD))
+            h.append(
+                dict(
+                    id=f"coalescing.{name}",
+                    measure=f"reference on {name}: pending calls per payload, "
+                    f"{big['payloads']} payloads from 8 threads",
+                    numerator=f"e2e/{name}/reference/pending_calls",
+                    denominator=f"e2e/{name}/reference/payloads",
+                    kind="count",
+                    value=value,
+                    target=f"<= {TARGET_CALLS_PER_PAYLOAD}",
+                    ok=value <= TARGET_CALLS_PER_PAYLOAD,
+                )
+            )
     return h
 
 
@@ -470,7 +708,9 @@ def md_table(head: list[str], rows: list[list[str]]) -> str:
 
 def text_table(head: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows])
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows]
+    )
 
 
 def report(data: dict) -> tuple[str, str]:
@@ -479,11 +719,30 @@ def report(data: dict) -> tuple[str, str]:
     head = ["measure", "ratio", "target", ""]
     rows = [[h["measure"], fmt_value(h), h["target"], verdict(h)] for h in data["headline"]]
     core_head = ["benchmark", "ns per item", "items/s", "counters"]
-    core = [[k, f"{r['ns_per_item']:.2f}", f"{r['items_per_second']:.3g}",
-             ", ".join(f"{ck}={cv:g}" for ck, cv in sorted(r["counters"].items()) if isinstance(cv, (int, float)))]
-            for k, r in data["core"].items()]
-    e2e_head = ["interpreter", "variant", "burst_pending ms", "burst_entry ms", "consume_queue ms",
-                "consume_direct ms", "pending calls (10^5)", "pending calls (entry)", "pending calls (10^6)"]
+    core = [
+        [
+            k,
+            f"{r['ns_per_item']:.2f}",
+            f"{r['items_per_second']:.3g}",
+            ", ".join(
+                f"{ck}={cv:g}"
+                for ck, cv in sorted(r["counters"].items())
+                if isinstance(cv, (int, float))
+            ),
+        ]
+        for k, r in data["core"].items()
+    ]
+    e2e_head = [
+        "interpreter",
+        "variant",
+        "burst_pending ms",
+        "burst_entry ms",
+        "consume_queue ms",
+        "consume_direct ms",
+        "pending calls (10^5)",
+        "pending calls (entry)",
+        "pending calls (10^6)",
+    ]
     e2e_rows = []
     for name, r in data["e2e"].items():
         if "missing" in r:
@@ -496,16 +755,42 @@ def report(data: dict) -> tuple[str, str]:
             pp, c = e.get("pyperf", {}), e.get("counts", {})
             ms = lambda k: f"{pp[k]['median'] * 1e3:.1f}" if k in pp else "-"  # noqa: E731
             cnt = lambda k: str(c[k]["pending_calls"]) if k in c else "-"  # noqa: E731
-            entry = "starved" if "burst_entry" not in pp and c.get("burst_entry", {}).get("starved") else ms("burst_entry")
-            e2e_rows.append([name, v, ms("burst_pending"), entry, ms("consume_queue"),
-                             ms("consume_direct"), cnt("burst_pending"), cnt("burst_entry"), cnt("burst_big")])
-    intro = (f"Machine: {m['cpu']}, {m['cores']} cores ({m['shared']}); {m['os']}, kernel {m['kernel']}; "
-             f"{m['compiler']}; Google Benchmark {m['google_benchmark']}; commit {m['commit']}; {m['date_utc']}; "
-             f"load average at the start {m['load_average']}.")
-    md = "\n\n".join([
-        "# deferred-cleanup benchmarks", intro, "## Headline ratios (one run)", md_table(head, rows),
-        "## C++ microbenchmarks (medians of the repetitions)", md_table(core_head, core),
-        "## End to end (pyperf medians; pending calls per burst)", md_table(e2e_head, e2e_rows), ""])
+            entry = (
+                "starved"
+                if "burst_entry" not in pp and c.get("burst_entry", {}).get("starved")
+                else ms("burst_entry")
+            )
+            e2e_rows.append(
+                [
+                    name,
+                    v,
+                    ms("burst_pending"),
+                    entry,
+                    ms("consume_queue"),
+                    ms("consume_direct"),
+                    cnt("burst_pending"),
+                    cnt("burst_entry"),
+                    cnt("burst_big"),
+                ]
+            )
+    intro = (
+        f"Machine: {m['cpu']}, {m['cores']} cores ({m['shared']}); {m['os']}, kernel {m['kernel']}; "
+        f"{m['compiler']}; Google Benchmark {m['google_benchmark']}; commit {m['commit']}; {m['date_utc']}; "
+        f"load average at the start {m['load_average']}."
+    )
+    md = "\n\n".join(
+        [
+            "# deferred-cleanup benchmarks",
+            intro,
+            "## Headline ratios (one run)",
+            md_table(head, rows),
+            "## C++ microbenchmarks (medians of the repetitions)",
+            md_table(core_head, core),
+            "## End to end (pyperf medians; pending calls per burst)",
+            md_table(e2e_head, e2e_rows),
+            "",
+        ]
+    )
     text = intro + "\n\n" + text_table(head, rows)
     return md, text
 
@@ -513,7 +798,11 @@ def report(data: dict) -> tuple[str, str]:
 def main(argv: list[str]) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     if argv == ["--report-only"]:  # rebuild the report from the raw results of the last run
-        m = json.loads((OUT / "machine.json").read_text()) if (OUT / "machine.json").exists() else machine()
+        m = (
+            json.loads((OUT / "machine.json").read_text())
+            if (OUT / "machine.json").exists()
+            else machine()
+        )
         raw = json.loads((OUT / "core.json").read_text())
         core = core_rows(raw)
         names = [n for n in matrix_names() if (OUT / "e2e" / n).is_dir()]
@@ -544,7 +833,9 @@ def main(argv: list[str]) -> int:
     print()
     print(text)
     print()
-    say(f"wrote {(OUT / 'bench.json').relative_to(REPO)} and {(OUT / 'bench.md').relative_to(REPO)}")
+    say(
+        f"wrote {(OUT / 'bench.json').relative_to(REPO)} and {(OUT / 'bench.md').relative_to(REPO)}"
+    )
     return 0
 
 

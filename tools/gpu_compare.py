@@ -39,6 +39,7 @@ Sources: cuda-core 1.2.x ``cuda.core.graph.GraphDefinition`` (``memset`` with
 CUDA Driver API (``cuUserObjectCreate``, ``cuGraphRetainUserObject``);
 ``Py_AddPendingCall`` (Python/ceval_gil.c, v3.12.0); gh-95820.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,13 +71,23 @@ SCENARIOS = {
     "D": "shutdown: interpreter exits with graphs alive and kernels running",
     "E": "lost-wakeup hunt: many short launched graphs, continuous draining",
     "X": "exit: 8 graphs x 25 payloads, each behind a 50 ms kernel, launched, all destroyed on the "
-         "script's last line; 10 runs",
+    "script's last line; 10 runs",
 }
 #: Runs of scenario X per implementation (each its own process).
 X_RUNS = 10
 #: Subprocess timeout per scenario (seconds); the whole run also has a budget.
-TIMEOUT_S = {"A": 40, "B-pure": 25, "B-prop": 25, "B-api": 25, "B-entry": 25, "B-sleep": 25, "C": 30,
-             "D": 30, "E": 75, "X": 20}
+TIMEOUT_S = {
+    "A": 40,
+    "B-pure": 25,
+    "B-prop": 25,
+    "B-api": 25,
+    "B-entry": 25,
+    "B-sleep": 25,
+    "C": 30,
+    "D": 30,
+    "E": 75,
+    "X": 20,
+}
 
 #: ``dc_spin(unsigned long long ns)``: one thread reading %globaltimer until
 #: ns nanoseconds have passed.  The same text as kSpinPtx in
@@ -173,8 +184,11 @@ class Releases:
 
     def threads(self, main: int) -> dict:
         on_main = sum(1 for v in self.thread.values() if v == main)
-        return {"released_on_main": on_main, "released_off_main": len(self.thread) - on_main,
-                "release_threads": len(set(self.thread.values()))}
+        return {
+            "released_on_main": on_main,
+            "released_off_main": len(self.thread) - on_main,
+            "release_threads": len(set(self.thread.values())),
+        }
 
 
 class CudaCoreImpl:
@@ -191,9 +205,13 @@ class CudaCoreImpl:
         self.dev = cc.Device(0)
         self.dev.set_current()
         self.stream = self.dev.create_stream()
-        self.kernel = cc.ObjectCode.from_ptx(SPIN_PTX.encode()).get_kernel("dc_spin")  # str would be a path
+        self.kernel = cc.ObjectCode.from_ptx(SPIN_PTX.encode()).get_kernel(
+            "dc_spin"
+        )  # str would be a path
         self.config = cc.LaunchConfig(grid=1, block=1)
-        self.buf = self.dev.allocate(1 << 16, stream=self.stream)  # memset targets; lives as long as the process
+        self.buf = self.dev.allocate(
+            1 << 16, stream=self.stream
+        )  # memset targets; lives as long as the process
         self.stream.sync()
         self.ptr = int(self.buf.handle)
         try:
@@ -206,9 +224,12 @@ class CudaCoreImpl:
     def info(self) -> dict:
         from cuda import bindings
 
-        return {"cuda_core": self.cc.__version__, "cuda_bindings": bindings.__version__,
-                "module_layout": "cu" + bindings.__version__.split(".")[0],
-                "cuda_core_path": str(Path(self.cc.__file__).parent)}
+        return {
+            "cuda_core": self.cc.__version__,
+            "cuda_bindings": bindings.__version__,
+            "module_layout": "cu" + bindings.__version__.split(".")[0],
+            "cuda_core_path": str(Path(self.cc.__file__).parent),
+        }
 
     def graph(self, payloads: list, spin_us: int):
         g = self.GraphDefinition()
@@ -270,8 +291,12 @@ class OursImpl:
 
     def info(self) -> dict:
         d = self.driver(0)
-        return {"variant": self.dc.variant(), "driver_version": d.driver_version, "gpu": d.device_name,
-                "package_path": str(Path(self.dc.__file__).parent)}
+        return {
+            "variant": self.dc.variant(),
+            "driver_version": d.driver_version,
+            "gpu": d.device_name,
+            "package_path": str(Path(self.dc.__file__).parent),
+        }
 
     def graph(self, payloads: list, spin_us: int):
         g = self.driver(spin_us).create_graph()
@@ -299,8 +324,16 @@ class OursImpl:
 
     def extra(self) -> dict:
         after = self.dc.counters()
-        keys = ["enqueued", "cleaned", "pending_calls", "drain_cycles", "direct_drains", "schedule_failures",
-                "retries", "destructors_on_main"]
+        keys = [
+            "enqueued",
+            "cleaned",
+            "pending_calls",
+            "drain_cycles",
+            "direct_drains",
+            "schedule_failures",
+            "retries",
+            "destructors_on_main",
+        ]
         out = {k: after[k] - self.before[k] for k in keys if k in after}
         out["destructor_threads"] = len(self.dc._native.destructor_threads())
         return out
@@ -366,9 +399,14 @@ def scenario_a(impl, rel: Releases, main: int) -> dict:
     del hs, h
     ok = rel.wait_all(20.0)  # sleeps only: no entry point
     last = max(rel.t.values()) if rel.t else t_destroyed
-    return {"payloads": rel.made, "released": rel.count(), "all_released": ok,
-            "released_before_last_destroy_returned": during,
-            "ms_last_destroy_to_last_release": _ms(last - t_destroyed), **rel.threads(main)}
+    return {
+        "payloads": rel.made,
+        "released": rel.count(),
+        "all_released": ok,
+        "released_before_last_destroy_returned": during,
+        "ms_last_destroy_to_last_release": _ms(last - t_destroyed),
+        **rel.threads(main),
+    }
 
 
 def _calibrate(fn, seconds: float) -> int:
@@ -393,7 +431,13 @@ def scenario_b(impl, rel: Releases, main: int, form: str) -> dict:
     """B. gh-95820: payloads behind 0.2 s kernels; the main thread then loops for 3 s."""
     graphs, per_graph, spin_us, loop_s = 8, 4, 200_000, 3.0
 
-    body = {"pure": None, "prop": impl.prop, "api": impl.api, "entry": impl.entry, "sleep": lambda: time.sleep(0)}[form]
+    body = {
+        "pure": None,
+        "prop": impl.prop,
+        "api": impl.api,
+        "entry": impl.entry,
+        "sleep": lambda: time.sleep(0),
+    }[form]
     n = _calibrate(body, loop_s)  # before any payload exists
     hs = _graphs(impl, rel, graphs, per_graph, spin_us)
     for h in hs:
@@ -413,10 +457,18 @@ def scenario_b(impl, rel: Releases, main: int, form: str) -> dict:
     during = sum(1 for t in rel.t.values() if t0 <= t <= t1)
     ok = rel.wait_all(10.0)
     after = [t for t in rel.t.values() if t > t1]
-    return {"form": form, "payloads": rel.made, "loop_s": round((t1 - t0) / 1e9, 3), "iterations": n,
-            "released_before_loop": before_loop, "released_during_loop": during,
-            "released_after_loop": len(after), "all_released": ok,
-            "ms_loop_end_to_last_release": _ms(max(after) - t1) if after else None, **rel.threads(main)}
+    return {
+        "form": form,
+        "payloads": rel.made,
+        "loop_s": round((t1 - t0) / 1e9, 3),
+        "iterations": n,
+        "released_before_loop": before_loop,
+        "released_during_loop": during,
+        "released_after_loop": len(after),
+        "all_released": ok,
+        "ms_loop_end_to_last_release": _ms(max(after) - t1) if after else None,
+        **rel.threads(main),
+    }
 
 
 def scenario_c(impl, rel: Releases, main: int) -> dict:
@@ -440,7 +492,9 @@ def scenario_c(impl, rel: Releases, main: int) -> dict:
             if fill["accepted"] > 100_000:
                 return
         time.sleep(1.2)  # the main thread sleeps in C meanwhile: nothing drains the ring
-        fill["still_full_after_1_2_s"] = api.Py_AddPendingCall(ctypes.cast(noop, ctypes.c_void_p), None) != 0
+        fill["still_full_after_1_2_s"] = (
+            api.Py_AddPendingCall(ctypes.cast(noop, ctypes.c_void_p), None) != 0
+        )
 
     hs = _graphs(impl, rel, graphs, per_graph, spin_us)
     for h in hs:
@@ -450,7 +504,9 @@ def scenario_c(impl, rel: Releases, main: int) -> dict:
     del hs, h
     t = threading.Thread(target=filler)
     t.start()
-    time.sleep(1.3)  # one C call: kernels end (8 x 100 ms) and destructors run while the ring is full
+    time.sleep(
+        1.3
+    )  # one C call: kernels end (8 x 100 ms) and destructors run while the ring is full
     released_while_full = rel.count()
     t.join()
     t_drained = time.perf_counter_ns()
@@ -459,13 +515,18 @@ def scenario_c(impl, rel: Releases, main: int) -> dict:
     impl.entry()
     rel.wait_all(1.0)
     after_entry = rel.count()
-    return {"payloads": rel.made, "ring_accepted": fill["accepted"],
-            "ring_still_full_after_1_2_s": fill.get("still_full_after_1_2_s"), "filler_calls_ran": ran[0],
-            "released_while_full": released_while_full,
-            "released_2s_after_ring_drained_no_entry": after_drain,
-            "released_after_one_entry_call": after_entry, "never_released": rel.made - after_entry,
-            "ms_drain_to_last_release": _ms(max(rel.t.values()) - t_drained) if rel.t else None,
-            **rel.threads(main)}
+    return {
+        "payloads": rel.made,
+        "ring_accepted": fill["accepted"],
+        "ring_still_full_after_1_2_s": fill.get("still_full_after_1_2_s"),
+        "filler_calls_ran": ran[0],
+        "released_while_full": released_while_full,
+        "released_2s_after_ring_drained_no_entry": after_drain,
+        "released_after_one_entry_call": after_entry,
+        "never_released": rel.made - after_entry,
+        "ms_drain_to_last_release": _ms(max(rel.t.values()) - t_drained) if rel.t else None,
+        **rel.threads(main),
+    }
 
 
 _D_ALIVE: list = []  # scenario D's graphs: alive until the interpreter exits
@@ -480,8 +541,12 @@ def scenario_d(impl, rel: Releases, main: int) -> dict:
     _D_ALIVE.extend(hs)  # never dropped: finalization meets them with kernels running
     _D_ALIVE.append(impl)  # nor the driver / device objects they were made with
     del hs, h
-    return {"payloads": rel.made, "graphs_alive_at_exit": graphs, "kernel_s_queued": graphs * spin_us / 1e6,
-            "released_before_exit": rel.count()}
+    return {
+        "payloads": rel.made,
+        "graphs_alive_at_exit": graphs,
+        "kernel_s_queued": graphs * spin_us / 1e6,
+        "released_before_exit": rel.count(),
+    }
 
 
 def scenario_e(impl, rel: Releases, main: int, seconds: float) -> dict:
@@ -515,10 +580,18 @@ def scenario_e(impl, rel: Releases, main: int, seconds: float) -> dict:
             rel.wait_all(0.3)
             rescued += stranded - (rel.made - rel.count())
     never = rel.made - rel.count()
-    return {"payloads": rel.made, "destructors": rel.made, "graphs": graphs, "rounds": rounds,
-            "lost_wakeups": stranded_total, "lost_per_million": round(stranded_total * 1e6 / max(1, rel.made), 3),
-            "stranded_per_round": per_round, "rescued_by_one_entry_call": rescued, "never_released": never,
-            **rel.threads(main)}
+    return {
+        "payloads": rel.made,
+        "destructors": rel.made,
+        "graphs": graphs,
+        "rounds": rounds,
+        "lost_wakeups": stranded_total,
+        "lost_per_million": round(stranded_total * 1e6 / max(1, rel.made), 3),
+        "stranded_per_round": per_round,
+        "rescued_by_one_entry_call": rescued,
+        "never_released": never,
+        **rel.threads(main),
+    }
 
 
 _X_ALIVE: list = []  # scenario X's implementation objects: alive until the interpreter exits
@@ -537,9 +610,14 @@ def scenario_x(impl, rel: Releases, main: int) -> tuple[dict, object]:
         impl.launch(h)
     t_launched = time.perf_counter_ns()
     _X_ALIVE.append(impl)  # the device, stream and driver objects live until the interpreter exits
-    fig = {"payloads": rel.made, "graphs": graphs, "kernel_ms_each": spin_us / 1e3,
-           "launch_ns": t_launch, "ms_launch_loop": _ms(t_launched - t_launch),
-           "pending_call_slots_patched": COUNTER.hook() if COUNTER else None}
+    fig = {
+        "payloads": rel.made,
+        "graphs": graphs,
+        "kernel_ms_each": spin_us / 1e3,
+        "launch_ns": t_launch,
+        "ms_launch_loop": _ms(t_launched - t_launch),
+        "pending_call_slots_patched": COUNTER.hook() if COUNTER else None,
+    }
 
     def last_line() -> None:
         if rel.fd is not None:
@@ -551,11 +629,15 @@ def scenario_x(impl, rel: Releases, main: int) -> tuple[dict, object]:
     return fig, last_line
 
 
-def child(kind: str, scenario: str, result_path: str, e_seconds: float, release_log: str | None) -> int:
+def child(
+    kind: str, scenario: str, result_path: str, e_seconds: float, release_log: str | None
+) -> int:
     """Run one scenario on one implementation; write its figures as JSON."""
     global COUNTER
     main = threading.get_ident()
-    fd = os.open(release_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if release_log else None
+    fd = (
+        os.open(release_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if release_log else None
+    )
     rel = Releases(fd)
     t0 = time.perf_counter()
     COUNTER = Counter()
@@ -577,7 +659,12 @@ def child(kind: str, scenario: str, result_path: str, e_seconds: float, release_
     else:
         raise SystemExit(f"unknown scenario {scenario!r}")
     fig.update(impl.extra())
-    out = {"info": info, "figures": fig, "seconds": round(time.perf_counter() - t0, 3), "main_thread": main}
+    out = {
+        "info": info,
+        "figures": fig,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "main_thread": main,
+    }
     with open(result_path, "w") as f:
         json.dump(out, f, indent=1)
     print(f"[child] {kind} {scenario}: {json.dumps(fig)}", flush=True)
@@ -609,10 +696,18 @@ def gpu_preflight() -> dict:
     cuda.cuDeviceGet(ctypes.byref(dev), 0)
     name = ctypes.create_string_buffer(256)
     cuda.cuDeviceGetName(name, 255, dev)
-    info = {"driver_api_version": v.value, "name": name.value.decode(errors="replace"), "devices": n.value}
+    info = {
+        "driver_api_version": v.value,
+        "name": name.value.decode(errors="replace"),
+        "devices": n.value,
+    }
     try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         info["nvidia_smi"] = smi.stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as e:
         info["nvidia_smi"] = f"unavailable: {e}"
@@ -627,7 +722,9 @@ def _env_with_path(path: str | None) -> dict:
 
 
 def _probe_import(code: str, env: dict) -> tuple[bool, str]:
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     if p.returncode != 0:
         lines = (p.stderr or p.stdout).strip().splitlines()
         return False, lines[-1] if lines else f"exit status {p.returncode}"
@@ -641,13 +738,26 @@ def implementations(cuda_core: list[str], ours: list[str]) -> list[dict]:
         label, _, path = spec.partition("=")
         path = "" if path in ("", "env") else str(Path(path).resolve())
         ok, out = _probe_import(
-            "import cuda.core, cuda.bindings as b; print(cuda.core.__version__, b.__version__)", _env_with_path(path))
+            "import cuda.core, cuda.bindings as b; print(cuda.core.__version__, b.__version__)",
+            _env_with_path(path),
+        )
         if not ok:
-            raise Unavailable(f"no cuda-core to compare ({label or 'cuda-core'} at {path or 'the environment'}): {out}")
+            raise Unavailable(
+                f"no cuda-core to compare ({label or 'cuda-core'} at {path or 'the environment'}): {out}"
+            )
         version, bindings = out.split()[:2]
-        impls.append({"id": f"cuda-core-{version}", "label": f"cuda-core {version}", "kind": "cuda-core",
-                      "version": version, "cuda_bindings": bindings, "path": path,
-                      "module_layout": "cu" + bindings.split(".")[0], "env": {}})
+        impls.append(
+            {
+                "id": f"cuda-core-{version}",
+                "label": f"cuda-core {version}",
+                "kind": "cuda-core",
+                "version": version,
+                "cuda_bindings": bindings,
+                "path": path,
+                "module_layout": "cu" + bindings.split(".")[0],
+                "env": {},
+            }
+        )
     for variant in ours:
         env = _env_with_path(None)
         env["DEFERRED_CLEANUP_VARIANT"] = variant
@@ -656,8 +766,16 @@ def implementations(cuda_core: list[str], ours: list[str]) -> list[dict]:
             raise Unavailable(f"deferred_cleanup (variant {variant}) does not import: {out}")
         if out != variant:
             raise Unavailable(f"deferred_cleanup has no variant {variant!r} (it runs {out!r})")
-        impls.append({"id": f"ours-{variant}", "label": f"ours ({variant})", "kind": "ours", "variant": variant,
-                      "path": "", "env": {"DEFERRED_CLEANUP_VARIANT": variant}})
+        impls.append(
+            {
+                "id": f"ours-{variant}",
+                "label": f"ours ({variant})",
+                "kind": "ours",
+                "variant": variant,
+                "path": "",
+                "env": {"DEFERRED_CLEANUP_VARIANT": variant},
+            }
+        )
     return impls
 
 
@@ -690,20 +808,24 @@ def counted_calls(pcc_path: Path, releases: list[tuple[int, int]]) -> dict:
         elif kind == 2 and begins.get(thread):
             spans.append((begins[thread].pop(), t, thread))
     inside = sum(1 for t, th in releases if any(b <= t <= e and th == st for b, e, st in spans))
-    return {"slots_patched": d["hooked"], "calls_added": sum(1 for e in adds if e[3] == 0),
-            "calls_refused": sum(1 for e in adds if e[3] != 0),
-            "added_on_main": sum(1 for e in adds if e[1] == main),
-            "added_off_main": sum(1 for e in adds if e[1] != main),
-            "added_while_finalizing": sum(1 for e in adds if e[4] == 1),
-            "calls_ran": sum(1 for e in d["events"] if e[2] == 1),
-            "released_in_counted_call": inside, "overflow": d["overflow"]}
+    return {
+        "slots_patched": d["hooked"],
+        "calls_added": sum(1 for e in adds if e[3] == 0),
+        "calls_refused": sum(1 for e in adds if e[3] != 0),
+        "added_on_main": sum(1 for e in adds if e[1] == main),
+        "added_off_main": sum(1 for e in adds if e[1] != main),
+        "added_while_finalizing": sum(1 for e in adds if e[4] == 1),
+        "calls_ran": sum(1 for e in d["events"] if e[2] == 1),
+        "released_in_counted_call": inside,
+        "overflow": d["overflow"],
+    }
 
 
 def _release_log(rlog: Path) -> tuple[list[tuple[int, int, int]], int | None, bool]:
     """(i, t_ns, thread) of each release line, the last-line time if marked,
     and whether the exit marker was reached; releases are in file order."""
     rows, last, exit_seen = [], None, False
-    for line in (rlog.read_text().splitlines() if rlog.exists() else []):
+    for line in rlog.read_text().splitlines() if rlog.exists() else []:
         parts = line.split()
         if not parts:
             continue
@@ -732,8 +854,9 @@ def exit_figures(fig: dict, rlog: Path, pcc: Path, main: int | None) -> None:
     fig.update(counted_calls(pcc, [(r[1], r[2]) for r in after]))
 
 
-def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: float,
-            run: int | None = None) -> dict:
+def run_one(
+    impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: float, run: int | None = None
+) -> dict:
     """One scenario of one implementation in its own subprocess; the outcome is data."""
     tag = f"{scenario}--{impl['id']}" + (f"--{run}" if run is not None else "")
     logs = out / "logs"
@@ -749,17 +872,31 @@ def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: f
     env["DCPC_OUT"] = str(pcc)
     if impl["kind"] == "ours" and scenario in ("D", "X"):
         env["DC_STATS_AT_EXIT"] = str(logs / f"{tag}.stats-at-exit.json")
-    argv = [sys.executable, str(Path(__file__).resolve()), "--child", impl["kind"], scenario, str(result),
-            "--e-seconds", str(e_seconds)]
+    argv = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        impl["kind"],
+        scenario,
+        str(result),
+        "--e-seconds",
+        str(e_seconds),
+    ]
     if scenario in ("D", "X"):
         argv += ["--release-log", str(rlog)]
     t0 = time.monotonic()
-    rec = {"scenario": scenario, "impl": impl["id"], "log": f"logs/{tag}.log", "timeout_s": round(timeout_s, 1)}
+    rec = {
+        "scenario": scenario,
+        "impl": impl["id"],
+        "log": f"logs/{tag}.log",
+        "timeout_s": round(timeout_s, 1),
+    }
     with open(logs / f"{tag}.log", "w") as logf:
         logf.write(f"$ {' '.join(argv)}\n")
         logf.flush()
-        p = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT, env=env, cwd=out,
-                             start_new_session=True)
+        p = subprocess.Popen(
+            argv, stdout=logf, stderr=subprocess.STDOUT, env=env, cwd=out, start_new_session=True
+        )
         try:
             rc = p.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -782,30 +919,54 @@ def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: f
         if stats.exists():
             try:
                 s = json.loads(stats.read_text())
-                fig["stats_at_exit"] = {k: s[k] for k in ("enqueued", "cleaned", "leaked_at_shutdown",
-                                                          "cleanups_after_shutdown") if k in s}
+                fig["stats_at_exit"] = {
+                    k: s[k]
+                    for k in (
+                        "enqueued",
+                        "cleaned",
+                        "leaked_at_shutdown",
+                        "cleanups_after_shutdown",
+                    )
+                    if k in s
+                }
             except ValueError:
                 fig["stats_at_exit"] = "unreadable"
     if scenario == "D":
         rec.setdefault("figures", {})
         lines = rlog.read_text().splitlines() if rlog.exists() else []
         exit_at = lines.index("exit-begins") if "exit-begins" in lines else None
-        after = lines[exit_at + 1:] if exit_at is not None else []
+        after = lines[exit_at + 1 :] if exit_at is not None else []
         fig = rec["figures"]
         fig["released_during_shutdown"] = len([x for x in after if x and x[0].isdigit()])
         if "payloads" in fig:
-            fig["leaked"] = fig["payloads"] - fig.get("released_before_exit", 0) - fig["released_during_shutdown"]
+            fig["leaked"] = (
+                fig["payloads"]
+                - fig.get("released_before_exit", 0)
+                - fig["released_during_shutdown"]
+            )
         fig["exit_status"] = rc
         fig["exit_signal"] = rec["signal"]
         rows, _, _ = _release_log(rlog)
-        exit_rows = rows[len(rows) - fig["released_during_shutdown"]:] if fig["released_during_shutdown"] else []
+        exit_rows = (
+            rows[len(rows) - fig["released_during_shutdown"] :]
+            if fig["released_during_shutdown"]
+            else []
+        )
         fig.update(counted_calls(pcc, [(r[1], r[2]) for r in exit_rows]))
         stats = logs / f"{tag}.stats-at-exit.json"
         if stats.exists():
             try:
                 s = json.loads(stats.read_text())
-                fig["stats_at_exit"] = {k: s[k] for k in ("enqueued", "cleaned", "leaked_at_shutdown",
-                                                          "cleanups_after_shutdown") if k in s}
+                fig["stats_at_exit"] = {
+                    k: s[k]
+                    for k in (
+                        "enqueued",
+                        "cleaned",
+                        "leaked_at_shutdown",
+                        "cleanups_after_shutdown",
+                    )
+                    if k in s
+                }
             except ValueError:
                 fig["stats_at_exit"] = "unreadable"
     if "status" not in rec:
@@ -822,9 +983,20 @@ def run_one(impl: dict, scenario: str, out: Path, timeout_s: float, e_seconds: f
 
 
 #: Scenario X's per-run figures that add up over the runs.
-X_SUMS = ["payloads", "released_before_last_line", "released_at_exit", "released_at_exit_on_main",
-          "never_released", "calls_added", "calls_refused", "added_on_main", "added_off_main",
-          "added_while_finalizing", "calls_ran", "released_in_counted_call"]
+X_SUMS = [
+    "payloads",
+    "released_before_last_line",
+    "released_at_exit",
+    "released_at_exit_on_main",
+    "never_released",
+    "calls_added",
+    "calls_refused",
+    "added_on_main",
+    "added_off_main",
+    "added_while_finalizing",
+    "calls_ran",
+    "released_in_counted_call",
+]
 
 
 def run_x(impl: dict, out: Path, deadline: float, e_seconds: float) -> dict:
@@ -842,7 +1014,11 @@ def run_x(impl: dict, out: Path, deadline: float, e_seconds: float) -> dict:
         if vals:
             total[key] = sum(vals)
     total["released_at_exit_per_run"] = [f.get("released_at_exit") for f in figs]
-    ms = [f["ms_last_line_to_last_exit_release"] for f in figs if "ms_last_line_to_last_exit_release" in f]
+    ms = [
+        f["ms_last_line_to_last_exit_release"]
+        for f in figs
+        if "ms_last_line_to_last_exit_release" in f
+    ]
     if ms:
         total["ms_last_line_to_last_exit_release_max"] = max(ms)
     for key in ("ms_launch_to_last_line", "ms_launch_loop"):
@@ -854,9 +1030,15 @@ def run_x(impl: dict, out: Path, deadline: float, e_seconds: float) -> dict:
     if stats:
         total["stats_at_exit"] = {k: sum(s.get(k, 0) for s in stats) for k in stats[0]}
     bad = [r for r in runs if r.get("status") != "ok"]
-    rec = {"scenario": "X", "impl": impl["id"], "status": "ok" if runs and not bad else (
-        bad[0]["status"] if bad else "not run"), "seconds": round(sum(r.get("seconds", 0) for r in runs), 3),
-        "figures": total, "runs": runs, "log": runs[0]["log"] if runs else f"logs/X--{impl['id']}--1.log"}
+    rec = {
+        "scenario": "X",
+        "impl": impl["id"],
+        "status": "ok" if runs and not bad else (bad[0]["status"] if bad else "not run"),
+        "seconds": round(sum(r.get("seconds", 0) for r in runs), 3),
+        "figures": total,
+        "runs": runs,
+        "log": runs[0]["log"] if runs else f"logs/X--{impl['id']}--1.log",
+    }
     if len(runs) < X_RUNS:
         rec["why"] = f"{len(runs)} of {X_RUNS} runs: the run's budget was spent"
     elif bad:
@@ -868,8 +1050,15 @@ def our_commit() -> str:
     if os.environ.get("DC_COMMIT"):
         return os.environ["DC_COMMIT"]
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, timeout=10).stdout.strip() or "unknown"
+        return (
+            subprocess.run(
+                ["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            ).stdout.strip()
+            or "unknown"
+        )
     except OSError:
         return "unknown"
 
@@ -878,21 +1067,32 @@ def parent(a: argparse.Namespace) -> int:
     gpu = gpu_preflight()
     impls = implementations(a.cuda_core or ["env"], a.ours)
     wanted = a.scenarios.split(",")  # run in the order given (e.g. X first)
-    scenarios = [s for w in wanted for s in SCENARIOS if s == w or (s.split("-")[0] == w and s != w)]
+    scenarios = [
+        s for w in wanted for s in SCENARIOS if s == w or (s.split("-")[0] == w and s != w)
+    ]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     data = {
         "schema": 1,
         "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"hostname": socket.gethostname(), "platform": platform.platform(),
-                    "cpu_count": os.cpu_count()},
+        "machine": {
+            "hostname": socket.gethostname(),
+            "platform": platform.platform(),
+            "cpu_count": os.cpu_count(),
+        },
         "gpu": gpu,
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
-                   "executable": sys.executable},
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+        },
         "our_commit": our_commit(),
         "implementations": [{k: v for k, v in i.items() if k != "env"} for i in impls],
-        "scenarios": [{"id": s, "title": SCENARIOS[s], "timeout_s": TIMEOUT_S[s]}
-                      for s in SCENARIOS if s in scenarios],  # table order, whatever the run order
+        "scenarios": [
+            {"id": s, "title": SCENARIOS[s], "timeout_s": TIMEOUT_S[s]}
+            for s in SCENARIOS
+            if s in scenarios
+        ],  # table order, whatever the run order
         "e_seconds": a.e_seconds,
         "results": [],
     }
@@ -901,16 +1101,27 @@ def parent(a: argparse.Namespace) -> int:
         for impl in impls:
             left = deadline - time.monotonic()
             if left < 5:
-                data["results"].append({"scenario": s, "impl": impl["id"], "status": "not run",
-                                        "why": f"the run's budget of {a.budget_s} s was spent"})
+                data["results"].append(
+                    {
+                        "scenario": s,
+                        "impl": impl["id"],
+                        "status": "not run",
+                        "why": f"the run's budget of {a.budget_s} s was spent",
+                    }
+                )
                 continue
             if s == "X":
                 rec = run_x(impl, out, deadline, a.e_seconds)
             else:
                 rec = run_one(impl, s, out, min(TIMEOUT_S[s], left), a.e_seconds)
-            print(f"[gpu-compare] {s:8} {impl['id']:22} {rec['status']:8} {rec['seconds']:7.1f} s", flush=True)
+            print(
+                f"[gpu-compare] {s:8} {impl['id']:22} {rec['status']:8} {rec['seconds']:7.1f} s",
+                flush=True,
+            )
             data["results"].append(rec)
-    data["finished_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    data["finished_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds"
+    )
     (out / "gpu-compare.json").write_text(json.dumps(data, indent=1) + "\n")
     (out / "gpu-compare.md").write_text(render_markdown(data))
     print(f"[gpu-compare] wrote {out / 'gpu-compare.json'} and {out / 'gpu-compare.md'}")
@@ -943,59 +1154,82 @@ def summary(scenario: str, fig: dict) -> str:
         if fig.get("released_before_last_destroy_returned") == fig.get("payloads"):
             s += "all of them before the last destroy returned"
         else:
-            s += (f"{g('released_before_last_destroy_returned')} before the last destroy returned, the last "
-                  f"{g('ms_last_destroy_to_last_release')} ms after it")
+            s += (
+                f"{g('released_before_last_destroy_returned')} before the last destroy returned, the last "
+                f"{g('ms_last_destroy_to_last_release')} ms after it"
+            )
         s += f"; {threads}"
         if "destructors_on_main" in fig:
-            s += (f"; ours: destructor threads {g('destructor_threads')}, destructors on the main thread "
-                  f"{g('destructors_on_main')}")
+            s += (
+                f"; ours: destructor threads {g('destructor_threads')}, destructors on the main thread "
+                f"{g('destructors_on_main')}"
+            )
     elif scenario.startswith("B-"):
-        s = (f"released during the {g('loop_s')} s loop {g('released_during_loop')}/{g('payloads')}, after it "
-             f"{g('released_after_loop')}")
+        s = (
+            f"released during the {g('loop_s')} s loop {g('released_during_loop')}/{g('payloads')}, after it "
+            f"{g('released_after_loop')}"
+        )
         if fig.get("released_after_loop"):
             s += f" (the last {g('ms_loop_end_to_last_release')} ms after its end)"
         s += f"; {threads}"
     elif scenario == "C":
-        s = (f"ring took {g('ring_accepted')} calls; released while full {g('released_while_full')}, "
-             f"2 s after it drained (no entry call) {g('released_2s_after_ring_drained_no_entry')}, after one "
-             f"entry call {g('released_after_one_entry_call')}/{g('payloads')}; never {g('never_released')}")
+        s = (
+            f"ring took {g('ring_accepted')} calls; released while full {g('released_while_full')}, "
+            f"2 s after it drained (no entry call) {g('released_2s_after_ring_drained_no_entry')}, after one "
+            f"entry call {g('released_after_one_entry_call')}/{g('payloads')}; never {g('never_released')}"
+        )
     elif scenario == "D":
-        s = (f"exit status {g('exit_status')}{' (' + g('exit_signal') + ')' if fig.get('exit_signal') else ''}; "
-             f"released before exit {g('released_before_exit')}, during shutdown "
-             f"{g('released_during_shutdown')}, leaked {g('leaked')} of {g('payloads')}")
+        s = (
+            f"exit status {g('exit_status')}{' (' + g('exit_signal') + ')' if fig.get('exit_signal') else ''}; "
+            f"released before exit {g('released_before_exit')}, during shutdown "
+            f"{g('released_during_shutdown')}, leaked {g('leaked')} of {g('payloads')}"
+        )
         if "calls_added" in fig:
-            s += (f"; Py_AddPendingCall from the module: {g('calls_added')} accepted, {g('calls_refused')} "
-                  f"refused, {g('added_while_finalizing')} while finalizing, {g('calls_ran')} ran")
+            s += (
+                f"; Py_AddPendingCall from the module: {g('calls_added')} accepted, {g('calls_refused')} "
+                f"refused, {g('added_while_finalizing')} while finalizing, {g('calls_ran')} ran"
+            )
         if isinstance(fig.get("stats_at_exit"), dict):
             st = fig["stats_at_exit"]
-            s += "; ours at exit: " + ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in st.items())
+            s += "; ours at exit: " + ", ".join(
+                f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in st.items()
+            )
         return s
     elif scenario == "X":
-        s = (f"released at exit {g('released_at_exit')}/{g('payloads')} over {g('runs')} runs (per run: "
-             f"{', '.join(_fmt(v) for v in fig.get('released_at_exit_per_run', []))}), "
-             f"{g('released_at_exit_on_main')} of them on the main thread, the last "
-             f"{g('ms_last_line_to_last_exit_release_max')} ms after the last line at most; released before the "
-             f"last line {g('released_before_last_line')}; never released {g('never_released')}; the 8 "
-             f"launches took {g('ms_launch_loop_max')} ms at most, launch to last line "
-             f"{g('ms_launch_to_last_line_max')} ms at most")
+        s = (
+            f"released at exit {g('released_at_exit')}/{g('payloads')} over {g('runs')} runs (per run: "
+            f"{', '.join(_fmt(v) for v in fig.get('released_at_exit_per_run', []))}), "
+            f"{g('released_at_exit_on_main')} of them on the main thread, the last "
+            f"{g('ms_last_line_to_last_exit_release_max')} ms after the last line at most; released before the "
+            f"last line {g('released_before_last_line')}; never released {g('never_released')}; the 8 "
+            f"launches took {g('ms_launch_loop_max')} ms at most, launch to last line "
+            f"{g('ms_launch_to_last_line_max')} ms at most"
+        )
         if "calls_added" in fig:
-            s += (f"; Py_AddPendingCall from the module: {g('calls_added')} accepted ({g('added_on_main')} on the "
-                  f"main thread, {g('added_off_main')} off it, {g('added_while_finalizing')} while finalizing), "
-                  f"{g('calls_refused')} refused, {g('calls_ran')} ran; releases at exit inside a counted call "
-                  f"{g('released_in_counted_call')}")
+            s += (
+                f"; Py_AddPendingCall from the module: {g('calls_added')} accepted ({g('added_on_main')} on the "
+                f"main thread, {g('added_off_main')} off it, {g('added_while_finalizing')} while finalizing), "
+                f"{g('calls_refused')} refused, {g('calls_ran')} ran; releases at exit inside a counted call "
+                f"{g('released_in_counted_call')}"
+            )
         if isinstance(fig.get("stats_at_exit"), dict):
             st = fig["stats_at_exit"]
-            s += "; ours at exit: " + ", ".join(f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in st.items())
+            s += "; ours at exit: " + ", ".join(
+                f"{k.replace('_', ' ')} {_fmt(v)}" for k, v in st.items()
+            )
         return s
     elif scenario == "E":
-        s = (f"{g('destructors')} destructors in {g('graphs')} graphs, {g('rounds')} rounds; lost wakeups "
-             f"{g('lost_wakeups')} ({g('lost_per_million')} per million); never released {g('never_released')}")
+        s = (
+            f"{g('destructors')} destructors in {g('graphs')} graphs, {g('rounds')} rounds; lost wakeups "
+            f"{g('lost_wakeups')} ({g('lost_per_million')} per million); never released {g('never_released')}"
+        )
     else:
         s = ", ".join(f"{k} {v}" for k, v in f.items())
     if "direct_drains" in fig:
         s += ("," if "; ours: " in s else "; ours:") + (
             f" pending calls {g('pending_calls')}, direct drains {g('direct_drains')}, "
-            f"schedule failures {g('schedule_failures')}")
+            f"schedule failures {g('schedule_failures')}"
+        )
     return s
 
 
@@ -1037,17 +1271,28 @@ def header_lines(data: dict) -> list[str]:
     """What was measured where, as Markdown bullet lines."""
     gpu, py = data["gpu"], data["python"]
     impls = "; ".join(
-        i["label"] + (f" (cuda-bindings {i['cuda_bindings']}, {i['module_layout']})" if i["kind"] == "cuda-core" else "")
-        for i in data["implementations"])
+        i["label"]
+        + (
+            f" (cuda-bindings {i['cuda_bindings']}, {i['module_layout']})"
+            if i["kind"] == "cuda-core"
+            else ""
+        )
+        for i in data["implementations"]
+    )
     return [
         f"- GPU: {gpu.get('name')} (driver API {gpu.get('driver_api_version')}; nvidia-smi: {gpu.get('nvidia_smi')})",
         f"- Machine: {data['machine']['platform']}, {data['machine']['cpu_count']} CPUs",
         f"- Python: {py['implementation']} {py['version']}",
         f"- Implementations: {impls}",
         f"- Our commit: {data['our_commit']}; run {data['started_utc']} to {data.get('finished_utc')}",
-    ] + ([f"- Provenance: measured at commit {data['provenance']['commit'][:12]}; sources "
-          f"{', '.join(data['provenance']['globs'])}, sha256 {data['provenance']['sources_sha256'][:16]}"]
-         if data.get("provenance") else [])
+    ] + (
+        [
+            f"- Provenance: measured at commit {data['provenance']['commit'][:12]}; sources "
+            f"{', '.join(data['provenance']['globs'])}, sha256 {data['provenance']['sources_sha256'][:16]}"
+        ]
+        if data.get("provenance")
+        else []
+    )
 
 
 def render_markdown(data: dict) -> str:
@@ -1064,17 +1309,37 @@ def render_markdown(data: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(REPO / "build" / "gpu-compare"), help="output folder")
-    ap.add_argument("--cuda-core", action="append", metavar="LABEL=PATH",
-                    help="a cuda-core to compare: PATH is prepended to PYTHONPATH ('env' or empty: the "
-                         "interpreter's own); repeatable; default: the interpreter's own")
-    ap.add_argument("--ours", nargs="+", default=["reference", "cuda-core-1.2"], metavar="VARIANT",
-                    help="DEFERRED_CLEANUP_VARIANT values to run our cuda driver in")
-    ap.add_argument("--scenarios", default="A,B,C,D,E", help="comma-separated: A, B (all forms), B-pure, ..., E")
-    ap.add_argument("--budget-s", type=float, default=480.0, help="wall-clock budget of the whole run (seconds)")
-    ap.add_argument("--e-seconds", type=float, default=24.0, help="scenario E's production time (seconds)")
-    ap.add_argument("--render", metavar="JSON",
-                    help="only write the Markdown table of an existing JSON next to it (gpu-compare.md)")
-    ap.add_argument("--child", nargs=3, metavar=("KIND", "SCENARIO", "RESULT"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--cuda-core",
+        action="append",
+        metavar="LABEL=PATH",
+        help="a cuda-core to compare: PATH is prepended to PYTHONPATH ('env' or empty: the "
+        "interpreter's own); repeatable; default: the interpreter's own",
+    )
+    ap.add_argument(
+        "--ours",
+        nargs="+",
+        default=["reference", "cuda-core-1.2"],
+        metavar="VARIANT",
+        help="DEFERRED_CLEANUP_VARIANT values to run our cuda driver in",
+    )
+    ap.add_argument(
+        "--scenarios", default="A,B,C,D,E", help="comma-separated: A, B (all forms), B-pure, ..., E"
+    )
+    ap.add_argument(
+        "--budget-s", type=float, default=480.0, help="wall-clock budget of the whole run (seconds)"
+    )
+    ap.add_argument(
+        "--e-seconds", type=float, default=24.0, help="scenario E's production time (seconds)"
+    )
+    ap.add_argument(
+        "--render",
+        metavar="JSON",
+        help="only write the Markdown table of an existing JSON next to it (gpu-compare.md)",
+    )
+    ap.add_argument(
+        "--child", nargs=3, metavar=("KIND", "SCENARIO", "RESULT"), help=argparse.SUPPRESS
+    )
     ap.add_argument("--release-log", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.render:

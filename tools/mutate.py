@@ -53,6 +53,7 @@ a mutant is stale or does not build, or a mutant survives any of its checks.
 
 Standard library only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,16 +89,24 @@ SANITIZERS = {
     "cpp": ("", {}),
     # -O0: half the compile time of -O1 (make sanitize keeps -O1); ASan and
     # UBSan find at -O0 whatever they find at -O1.
-    "cpp-asan": ("-fsanitize=address,undefined -fno-sanitize-recover=all -g -O0",
-                 {"ASAN_OPTIONS": "detect_leaks=1 halt_on_error=1 detect_stack_use_after_return=1",
-                  "UBSAN_OPTIONS": "print_stacktrace=1 halt_on_error=1"}),
-    "cpp-tsan": ("-fsanitize=thread -g -O0",
-                 {"TSAN_OPTIONS": "halt_on_error=1 exitcode=66 history_size=4"}),
+    "cpp-asan": (
+        "-fsanitize=address,undefined -fno-sanitize-recover=all -g -O0",
+        {
+            "ASAN_OPTIONS": "detect_leaks=1 halt_on_error=1 detect_stack_use_after_return=1",
+            "UBSAN_OPTIONS": "print_stacktrace=1 halt_on_error=1",
+        },
+    ),
+    "cpp-tsan": (
+        "-fsanitize=thread -g -O0",
+        {"TSAN_OPTIONS": "halt_on_error=1 exitcode=66 history_size=4"},
+    ),
 }
 REQUIRED_KEYS = {"FILE": str, "FIND": str, "REPLACE": str, "PROPERTY": str, "KILLED_BY": list}
 OPTIONAL_KEYS = {"NOTE": str, "KILLING_TESTS": list}
-SANITIZER_LINE = re.compile(r"(ERROR: AddressSanitizer: [\w-]+|WARNING: ThreadSanitizer: [\w -]+|runtime error: .*|"
-                            r"ERROR: LeakSanitizer: .*)")
+SANITIZER_LINE = re.compile(
+    r"(ERROR: AddressSanitizer: [\w-]+|WARNING: ThreadSanitizer: [\w -]+|runtime error: .*|"
+    r"ERROR: LeakSanitizer: .*)"
+)
 
 
 def say(msg: str) -> None:
@@ -133,12 +142,20 @@ def load_mutant(path: Path) -> Mutant:
     for node in tree.body:
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # docstring
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
-            raise MutantError(f"{path.name}:{node.lineno}: only NAME = literal assignments are allowed")
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
+            raise MutantError(
+                f"{path.name}:{node.lineno}: only NAME = literal assignments are allowed"
+            )
         try:
             values[node.targets[0].id] = ast.literal_eval(node.value)
         except ValueError:
-            raise MutantError(f"{path.name}:{node.lineno}: {node.targets[0].id} is not a literal") from None
+            raise MutantError(
+                f"{path.name}:{node.lineno}: {node.targets[0].id} is not a literal"
+            ) from None
     for key, typ in {**REQUIRED_KEYS, **OPTIONAL_KEYS}.items():
         if key in values and not isinstance(values[key], typ):
             raise MutantError(f"{path.name}: {key} must be a {typ.__name__}")
@@ -148,9 +165,17 @@ def load_mutant(path: Path) -> Mutant:
     unknown = set(values) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS)
     if unknown:
         raise MutantError(f"{path.name}: unknown keys {', '.join(sorted(unknown))}")
-    m = Mutant(name=path.stem, path=path, file=values["FILE"], find=values["FIND"], replace=values["REPLACE"],
-               property=values["PROPERTY"].strip(), killed_by=list(values["KILLED_BY"]),
-               note=values.get("NOTE", "").strip(), killing_tests=list(values.get("KILLING_TESTS", [])))
+    m = Mutant(
+        name=path.stem,
+        path=path,
+        file=values["FILE"],
+        find=values["FIND"],
+        replace=values["REPLACE"],
+        property=values["PROPERTY"].strip(),
+        killed_by=list(values["KILLED_BY"]),
+        note=values.get("NOTE", "").strip(),
+        killing_tests=list(values.get("KILLING_TESTS", [])),
+    )
     if not m.killed_by:
         raise MutantError(f"{path.name}: KILLED_BY names no check")
     for check in m.killed_by:
@@ -184,8 +209,10 @@ def check_applies(m: Mutant, root: Path) -> str:
     text = target.read_text()
     spans = [x.span() for x in find_pattern(m.find).finditer(text)]
     if len(spans) != 1:
-        raise MutantError(f"{m.name}: FIND occurs {len(spans)} times in {m.file} (whitespace "
-                          "ignored), not once (stale mutant: re-point it)")
+        raise MutantError(
+            f"{m.name}: FIND occurs {len(spans)} times in {m.file} (whitespace "
+            "ignored), not once (stale mutant: re-point it)"
+        )
     a, b = spans[0]
     return text[:a] + m.replace + text[b:]
 
@@ -203,7 +230,9 @@ def checks_for(m: Mutant, fast: bool) -> list[str]:
 
 # ---------------------------------------------------------------- scratch trees
 def tree_files() -> list[str]:
-    out = subprocess.check_output(["git", "-C", str(REPO), "ls-files", "-z", "-co", "--exclude-standard"])
+    out = subprocess.check_output(
+        ["git", "-C", str(REPO), "ls-files", "-z", "-co", "--exclude-standard"]
+    )
     return sorted({f for f in out.decode().split("\0") if f and (REPO / f).is_file()})
 
 
@@ -231,8 +260,8 @@ def make_scratch(name: str, source: Path) -> Path:
 @dataclasses.dataclass
 class CheckResult:
     check: str
-    outcome: str          # "passed" | "failed" | "error"
-    failing: list[str]    # test names (or the crash / sanitizer line)
+    outcome: str  # "passed" | "failed" | "error"
+    failing: list[str]  # test names (or the crash / sanitizer line)
     seconds: float
     log: str
     detail: str = ""
@@ -279,6 +308,7 @@ class Runner:
         if self._matrix is None:
             sys.path.insert(0, str(REPO / "tools"))
             import matrix  # noqa: E402  (stdlib-only, like this script)
+
             self._matrix = matrix
         return self._matrix
 
@@ -295,12 +325,17 @@ class Runner:
             mx.discover(it)
             if it.python is None:
                 raise MutantError(f"interpreter {name} is not available: {it.why_missing}")
-            if not ((it.venv_host / ".dc-env-stamp").exists() and (it.venv_host / "bin" / "python").exists()):
+            if not (
+                (it.venv_host / ".dc-env-stamp").exists()
+                and (it.venv_host / "bin" / "python").exists()
+            ):
                 mx.prepare([it], do_build=False)
             self._envs[name] = it
         return self._envs[name]
 
-    def run_check(self, check: str, tree: Path, logs: Path, mutant: Mutant | None = None) -> CheckResult:
+    def run_check(
+        self, check: str, tree: Path, logs: Path, mutant: Mutant | None = None
+    ) -> CheckResult:
         t0 = time.monotonic()
         if check == "litmus":
             r = self.check_litmus(tree, logs)
@@ -322,7 +357,9 @@ class Runner:
             return CheckResult(check, "passed", [], 0, str(log))
         if rc == 1 or rc < 0:
             return CheckResult(check, "failed", failing or [f"pytest exited {rc}"], 0, str(log))
-        return CheckResult(check, "error", failing, 0, str(log), f"pytest exited {rc}: {out[-400:]}")
+        return CheckResult(
+            check, "error", failing, 0, str(log), f"pytest exited {rc}: {out[-400:]}"
+        )
 
     def check_litmus(self, tree: Path, logs: Path) -> CheckResult:
         it = self.env(DEFAULT_ENV)
@@ -331,10 +368,27 @@ class Runner:
         # DC_MATRIX=1: the litmus tag checks are run-once tests (tests/conftest.py),
         # skipped by plain pytest; `make mutate` runs outside the matrix.
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", DC_MATRIX="1")
-        rc, out = run_logged(self.matrix().in_env(it, [it.py, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-                                                       "tests/test_litmus.py", f"--junitxml={xml}",
-                                                       "-o", "junit_family=xunit2"]),
-                             log, PYTEST_TIMEOUT_S, cwd=tree, env=env)
+        rc, out = run_logged(
+            self.matrix().in_env(
+                it,
+                [
+                    it.py,
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "no:cacheprovider",
+                    "-q",
+                    "tests/test_litmus.py",
+                    f"--junitxml={xml}",
+                    "-o",
+                    "junit_family=xunit2",
+                ],
+            ),
+            log,
+            PYTEST_TIMEOUT_S,
+            cwd=tree,
+            env=env,
+        )
         return self.pytest_outcome("litmus", rc, xml, log, out)
 
     def check_cpp(self, check: str, tree: Path, logs: Path, mutant: Mutant | None) -> CheckResult:
@@ -342,18 +396,37 @@ class Runner:
         if not self._tools_checked:
             # g++, cmake and GoogleTest: installed with apt when missing, by
             # the same function the sanitizer scripts use.
-            subprocess.run(["bash", "-c", ". .ci/sanitizer-common.sh && ensure_tools"], cwd=REPO, check=True)
+            subprocess.run(
+                ["bash", "-c", ". .ci/sanitizer-common.sh && ensure_tools"], cwd=REPO, check=True
+            )
             self._tools_checked = True
         bdir = tree / "build" / check
         log = logs / f"{check}.log"
         build_log = logs / f"{check}-build.log"
-        rc, out = run_logged(["cmake", "-S", "tests/cpp", "-B", str(bdir), "-DCMAKE_BUILD_TYPE=None",
-                              f"-DCMAKE_CXX_FLAGS={flags}", f"-DCMAKE_EXE_LINKER_FLAGS={flags}"],
-                             build_log, 300, cwd=tree)
+        rc, out = run_logged(
+            [
+                "cmake",
+                "-S",
+                "tests/cpp",
+                "-B",
+                str(bdir),
+                "-DCMAKE_BUILD_TYPE=None",
+                f"-DCMAKE_CXX_FLAGS={flags}",
+                f"-DCMAKE_EXE_LINKER_FLAGS={flags}",
+            ],
+            build_log,
+            300,
+            cwd=tree,
+        )
         if rc == 0:
             with open(build_log, "a") as f:
-                rc = subprocess.run(["cmake", "--build", str(bdir), "-j2", "--target", "core_tests"], cwd=tree,
-                                    stdout=f, stderr=subprocess.STDOUT, timeout=900).returncode
+                rc = subprocess.run(
+                    ["cmake", "--build", str(bdir), "-j2", "--target", "core_tests"],
+                    cwd=tree,
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    timeout=900,
+                ).returncode
         if rc != 0:
             tail = build_log.read_text(errors="replace")[-1500:]
             return CheckResult(check, "error", [], 0, str(build_log), f"build failed:\n{tail}")
@@ -361,8 +434,9 @@ class Runner:
         # a self-linked list that never ends) neither hides nor stops the
         # others, so "killed by" lists every test that notices the mutant.
         binary = str(bdir / "core_tests")
-        listing = subprocess.run([binary, "--gtest_list_tests"], cwd=tree, capture_output=True, text=True,
-                                 timeout=60)
+        listing = subprocess.run(
+            [binary, "--gtest_list_tests"], cwd=tree, capture_output=True, text=True, timeout=60
+        )
         tests, suite = [], ""
         for line in listing.stdout.splitlines():
             if not line.strip() or line.startswith("Running main()"):
@@ -372,7 +446,14 @@ class Runner:
             else:
                 tests.append(suite + line.split("#")[0].strip())
         if listing.returncode != 0 or not tests:
-            return CheckResult(check, "error", [], 0, str(build_log), f"--gtest_list_tests failed: {listing.stderr[-400:]}")
+            return CheckResult(
+                check,
+                "error",
+                [],
+                0,
+                str(build_log),
+                f"--gtest_list_tests failed: {listing.stderr[-400:]}",
+            )
         # A mutant's named killing tests run first.  With --fast the check
         # stops once they have all failed (or, with none named, at the first
         # failure): a mutant that makes counting tests loop forever would
@@ -384,20 +465,36 @@ class Runner:
         skipped = 0
         with open(log, "w") as f:
             for i, name in enumerate(tests):
-                if mutant is not None and self.fast and failing and all(
-                        any(w in x for x in failing) for w in wanted):
+                if (
+                    mutant is not None
+                    and self.fast
+                    and failing
+                    and all(any(w in x for x in failing) for w in wanted)
+                ):
                     skipped = len(tests) - i
                     f.write(f"[mutate] --fast: killed as named; {skipped} other tests not run\n")
                     break
                 f.write(f"$ {binary} --gtest_filter={name}\n")
                 f.flush()
                 try:
-                    p = subprocess.run([binary, "--gtest_color=no", f"--gtest_filter={name}"], cwd=tree, env=env,
-                                       capture_output=True, text=True, timeout=CPP_TEST_TIMEOUT_S)
+                    p = subprocess.run(
+                        [binary, "--gtest_color=no", f"--gtest_filter={name}"],
+                        cwd=tree,
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        timeout=CPP_TEST_TIMEOUT_S,
+                    )
                     rc, out = p.returncode, p.stdout + p.stderr
                 except subprocess.TimeoutExpired as e:
-                    rc, out = None, ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
-                                     else (e.stdout or ""))
+                    rc, out = (
+                        None,
+                        (
+                            (e.stdout or b"").decode(errors="replace")
+                            if isinstance(e.stdout, bytes)
+                            else (e.stdout or "")
+                        ),
+                    )
                 f.write(out + f"\n[mutate] exit {rc}\n")
                 if rc == 0:
                     continue
@@ -414,33 +511,91 @@ class Runner:
             failing.append(f"{skipped} other tests not run (--fast)")
         return CheckResult(check, "failed", failing, 0, str(log))
 
-    def check_pytest(self, env_name: str, args: str, tree: Path, logs: Path, check: str) -> CheckResult:
+    def check_pytest(
+        self, env_name: str, args: str, tree: Path, logs: Path, check: str
+    ) -> CheckResult:
         mx = self.matrix()
         it = self.env(env_name)
         site = tree / "build" / f"site-{env_name}"
         build_log = logs / f"{env_name}-build.log"
-        rc, _ = run_logged(mx.in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                                          "--no-build-isolation", "--no-deps", "--target", str(site),
-                                          "-C", f"build-dir={tree / 'build' / ('ext-' + env_name)}",
-                                          "-C", "cmake.build-type=RelWithDebInfo", str(tree)]),
-                           build_log, 900, cwd=tree)
+        rc, _ = run_logged(
+            mx.in_env(
+                it,
+                [
+                    it.py,
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    "--no-build-isolation",
+                    "--no-deps",
+                    "--target",
+                    str(site),
+                    "-C",
+                    f"build-dir={tree / 'build' / ('ext-' + env_name)}",
+                    "-C",
+                    "cmake.build-type=RelWithDebInfo",
+                    str(tree),
+                ],
+            ),
+            build_log,
+            900,
+            cwd=tree,
+        )
         if rc != 0:
             tail = build_log.read_text(errors="replace")[-1500:]
-            return CheckResult(check, "error", [], 0, str(build_log), f"extension build failed:\n{tail}")
-        env = dict(os.environ, PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1", DC_MATRIX="1",
-                   DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source)
+            return CheckResult(
+                check, "error", [], 0, str(build_log), f"extension build failed:\n{tail}"
+            )
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(site),
+            PYTHONDONTWRITEBYTECODE="1",
+            DC_MATRIX="1",
+            DC_INTERPRETER_NAME=it.name,
+            DC_INTERPRETER_SOURCE=it.source,
+        )
         # The tests must import this scratch's build, not the venv's own.
-        where = subprocess.run(mx.in_env(it, [it.py, "-c", "import deferred_cleanup._native as n; print(n.__file__)"]),
-                               cwd=tree, env=env, capture_output=True, text=True)
+        where = subprocess.run(
+            mx.in_env(it, [it.py, "-c", "import deferred_cleanup._native as n; print(n.__file__)"]),
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         native = where.stdout.strip().splitlines()[-1] if where.stdout.strip() else ""
         if where.returncode != 0 or not native.startswith(str(site)):
-            return CheckResult(check, "error", [], 0, str(build_log),
-                               f"the scratch build is not the one imported: {native or where.stderr[-400:]}")
+            return CheckResult(
+                check,
+                "error",
+                [],
+                0,
+                str(build_log),
+                f"the scratch build is not the one imported: {native or where.stderr[-400:]}",
+            )
         xml = logs / f"{env_name}.xml"
         log = logs / f"{env_name}.log"
-        rc, out = run_logged(mx.in_env(it, [it.py, "-m", "pytest", "-p", "no:cacheprovider", *shlex.split(args),
-                                            f"--junitxml={xml}", "-o", "junit_family=xunit2"]),
-                             log, PYTEST_TIMEOUT_S, cwd=tree, env=env)
+        rc, out = run_logged(
+            mx.in_env(
+                it,
+                [
+                    it.py,
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "no:cacheprovider",
+                    *shlex.split(args),
+                    f"--junitxml={xml}",
+                    "-o",
+                    "junit_family=xunit2",
+                ],
+            ),
+            log,
+            PYTEST_TIMEOUT_S,
+            cwd=tree,
+            env=env,
+        )
         return self.pytest_outcome(check, rc, xml, log, out)
 
 
@@ -449,7 +604,9 @@ def verdict(m: Mutant, results: list[CheckResult]) -> tuple[str, str]:
     """(status, why) of one mutant from its check results."""
     errors = [r for r in results if r.outcome == "error"]
     if errors:
-        return "error", "; ".join(f"{r.check}: {r.detail.splitlines()[0] if r.detail else 'error'}" for r in errors)
+        return "error", "; ".join(
+            f"{r.check}: {r.detail.splitlines()[0] if r.detail else 'error'}" for r in errors
+        )
     survived = [r.check for r in results if r.outcome == "passed"]
     if survived:
         return "survived", "passed " + ", ".join(survived)
@@ -470,25 +627,50 @@ def killed_by_text(results: list[CheckResult]) -> str:
 
 def write_reports(rows: list[dict], control: dict, total_s: float, fast: bool) -> str:
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "mutate.json").write_text(json.dumps({"fast": fast, "seconds": round(total_s, 1), "control": control,
-                                                 "mutants": rows}, indent=2) + "\n")
+    (OUT / "mutate.json").write_text(
+        json.dumps(
+            {"fast": fast, "seconds": round(total_s, 1), "control": control, "mutants": rows},
+            indent=2,
+        )
+        + "\n"
+    )
     head = ["mutant", "property", "killed by", "status", "s", "note"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     for r in rows:
-        lines.append("| " + " | ".join(esc(x) for x in (r["name"], r["property"], r["killed_by"],
-                                                         r["status"] + (f" ({r['why']})" if r["why"] else ""),
-                                                         f"{r['seconds']:.0f}", r["note"] or "")) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                esc(x)
+                for x in (
+                    r["name"],
+                    r["property"],
+                    r["killed_by"],
+                    r["status"] + (f" ({r['why']})" if r["why"] else ""),
+                    f"{r['seconds']:.0f}",
+                    r["note"] or "",
+                )
+            )
+            + " |"
+        )
     md = "\n".join(lines)
     (OUT / "mutate.md").write_text(
         f"# Mutation kill matrix\n\nControl (unmutated tree): {control['status']} "
         f"({', '.join(control['checks'])}, {control['seconds']:.0f} s).  "
-        f"{'Fast subset' if fast else 'All checks'}; total {total_s:.0f} s.\n\n{md}\n")
+        f"{'Fast subset' if fast else 'All checks'}; total {total_s:.0f} s.\n\n{md}\n"
+    )
     return md
 
 
 UNIVERSALMUTATOR = "universalmutator==1.14.1"  # pinned; its own venv under build/mutate/
-UNIVERSAL_HEADERS = ["queue.hpp", "scheduling.hpp", "drain.hpp", "callback.hpp", "shutdown.hpp", "item.hpp"]
+UNIVERSAL_HEADERS = [
+    "queue.hpp",
+    "scheduling.hpp",
+    "drain.hpp",
+    "callback.hpp",
+    "shutdown.hpp",
+    "item.hpp",
+]
 
 
 def universal(n: int, seed: int) -> int:
@@ -500,13 +682,24 @@ def universal(n: int, seed: int) -> int:
     the tests, to be read by a person."""
     import difflib
     import random
+
     venv = OUT / "universalmutator-venv"
     tool = venv / "bin" / "mutate"
     if not tool.exists():
         say(f"installing {UNIVERSALMUTATOR} into {venv} (pip)")
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                        UNIVERSALMUTATOR], check=True)
+        subprocess.run(
+            [
+                str(venv / "bin" / "python"),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                UNIVERSALMUTATOR,
+            ],
+            check=True,
+        )
     gen = OUT / "universal-mutants"
     if gen.exists():
         shutil.rmtree(gen)
@@ -515,8 +708,13 @@ def universal(n: int, seed: int) -> int:
         d = gen / h
         d.mkdir(parents=True)
         src = REPO / "reference" / "include" / "deferred_cleanup" / h
-        subprocess.run([str(tool), str(src), "cpp", "--noCheck", "--mutantDir", str(d)], cwd=d,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        subprocess.run(
+            [str(tool), str(src), "cpp", "--noCheck", "--mutantDir", str(d)],
+            cwd=d,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=True,
+        )
         pool += [(h, p) for p in sorted(d.glob("*.hpp"))]
     source = snapshot(tree_files(), "_source-universal")
     # Most generated mutants do not compile.  Draw at random and keep the
@@ -530,12 +728,19 @@ def universal(n: int, seed: int) -> int:
     shutil.copytree(source / "reference" / "include", inc)
     tu = inc.parent / "all.cpp"
     tu.write_text("".join(f'#include "deferred_cleanup/{h}"\n' for h in UNIVERSAL_HEADERS))
+
     def code(path: Path) -> str:
         """The file without comments (g++ -fpreprocessed -E: comments go, nothing expands)."""
-        return subprocess.run(["g++", "-x", "c++", "-fpreprocessed", "-E", "-P", str(path)], capture_output=True,
-                              text=True).stdout
+        return subprocess.run(
+            ["g++", "-x", "c++", "-fpreprocessed", "-E", "-P", str(path)],
+            capture_output=True,
+            text=True,
+        ).stdout
 
-    plain = {h: code(source / "reference" / "include" / "deferred_cleanup" / h) for h in UNIVERSAL_HEADERS}
+    plain = {
+        h: code(source / "reference" / "include" / "deferred_cleanup" / h)
+        for h in UNIVERSAL_HEADERS
+    }
     sample, invalid, comment_only = [], 0, 0
     for h, path in order:
         if len(sample) >= n:
@@ -546,16 +751,33 @@ def universal(n: int, seed: int) -> int:
         target = inc / "deferred_cleanup" / h
         original = target.read_text()
         shutil.copy2(path, target)
-        ok = subprocess.run(["g++", "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", str(inc),
-                             str(tu)], capture_output=True).returncode == 0
+        ok = (
+            subprocess.run(
+                [
+                    "g++",
+                    "-std=c++20",
+                    "-fsyntax-only",
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    "-I",
+                    str(inc),
+                    str(tu),
+                ],
+                capture_output=True,
+            ).returncode
+            == 0
+        )
         target.write_text(original)
         if ok:
             sample.append((h, path))
         else:
             invalid += 1
-    say(f"universalmutator: {len(pool)} mutants of {len(UNIVERSAL_HEADERS)} headers; drew "
+    say(
+        f"universalmutator: {len(pool)} mutants of {len(UNIVERSAL_HEADERS)} headers; drew "
         f"{len(sample) + invalid + comment_only} at random (seed {seed}): {comment_only} change only a comment, "
-        f"{invalid} do not compile, {len(sample)} to run")
+        f"{invalid} do not compile, {len(sample)} to run"
+    )
     runner = Runner(fast=True)
     logs_root = OUT / "logs-universal"
     if logs_root.exists():
@@ -566,32 +788,58 @@ def universal(n: int, seed: int) -> int:
         rel = f"reference/include/deferred_cleanup/{h}"
         before = (source / rel).read_text().splitlines()
         after = path.read_text().splitlines()
-        change = " / ".join(l[1:].strip() for l in difflib.unified_diff(before, after, lineterm="", n=0)
-                            if l[:1] in "+-" and not l.startswith(("+++", "---")))
+        change = " / ".join(
+            l[1:].strip()
+            for l in difflib.unified_diff(before, after, lineterm="", n=0)
+            if l[:1] in "+-" and not l.startswith(("+++", "---"))
+        )
         tree = make_scratch("_universal", source)
         shutil.copy2(path, tree / rel)
-        probe = Mutant(name=path.stem, path=path, file=rel, find="", replace="", property="", killed_by=["cpp-asan"])
+        probe = Mutant(
+            name=path.stem,
+            path=path,
+            file=rel,
+            find="",
+            replace="",
+            property="",
+            killed_by=["cpp-asan"],
+        )
         r = runner.run_check("cpp-asan", tree, logs_root / f"{h}-{path.stem}", probe)
         status = {"failed": "killed", "passed": "SURVIVED", "error": "invalid"}[r.outcome]
-        rows.append(dict(header=h, mutant=path.name, change=change[:160], status=status,
-                         killed_by=", ".join(f for f in r.failing if "not run" not in f)[:160]))
+        rows.append(
+            dict(
+                header=h,
+                mutant=path.name,
+                change=change[:160],
+                status=status,
+                killed_by=", ".join(f for f in r.failing if "not run" not in f)[:160],
+            )
+        )
         say(f"  [{i}/{len(sample)}] {h} {path.name}: {status} ({r.seconds:.0f} s) {change[:100]}")
         shutil.rmtree(tree, ignore_errors=True)
     valid = [r for r in rows if r["status"] != "invalid"]
     killed = [r for r in valid if r["status"] == "killed"]
     score = f"{len(killed)} of {len(valid)} valid mutants killed" + (
-        f" ({100 * len(killed) / len(valid):.0f} %)" if valid else "")
-    lines = [f"# universalmutator sample (report only)", "",
-             f"{UNIVERSALMUTATOR}, C++ rules, on {', '.join(UNIVERSAL_HEADERS)}: {len(pool)} mutants.  Drawn at "
-             f"random (seed {seed}) until {len(sample)} changed code and passed a syntax check ({comment_only} drawn "
-             f"changed only a comment, {invalid} did not compile); "
-             f"each against tests/cpp under ASan+UBSan, stopping at the first failing test.  {score}; "
-             f"{len(rows) - len(valid)} more did not build.  "
-             f"{time.monotonic() - t_start:.0f} s.", "",
-             "| header | mutant | change | status | first failing test |", "|---|---|---|---|---|"]
+        f" ({100 * len(killed) / len(valid):.0f} %)" if valid else ""
+    )
+    lines = [
+        f"# universalmutator sample (report only)",
+        "",
+        f"{UNIVERSALMUTATOR}, C++ rules, on {', '.join(UNIVERSAL_HEADERS)}: {len(pool)} mutants.  Drawn at "
+        f"random (seed {seed}) until {len(sample)} changed code and passed a syntax check ({comment_only} drawn "
+        f"changed only a comment, {invalid} did not compile); "
+        f"each against tests/cpp under ASan+UBSan, stopping at the first failing test.  {score}; "
+        f"{len(rows) - len(valid)} more did not build.  "
+        f"{time.monotonic() - t_start:.0f} s.",
+        "",
+        "| header | mutant | change | status | first failing test |",
+        "|---|---|---|---|---|",
+    ]
     esc = lambda x: str(x).replace("|", "\\|")  # noqa: E731
     for r in rows:
-        lines.append(f"| {r['header']} | {r['mutant']} | `{esc(r['change'])}` | {r['status']} | {esc(r['killed_by'])} |")
+        lines.append(
+            f"| {r['header']} | {r['mutant']} | `{esc(r['change'])}` | {r['status']} | {esc(r['killed_by'])} |"
+        )
     (OUT / "universal.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     say(f"universal: {score}; report: {OUT / 'universal.md'}")
@@ -599,17 +847,37 @@ def universal(n: int, seed: int) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--fast", action="store_true", help="skip a mutant's pytest checks when it names others")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--fast", action="store_true", help="skip a mutant's pytest checks when it names others"
+    )
     ap.add_argument("--only", help="comma-separated mutant names")
-    ap.add_argument("--mutants", default=str(MUTANTS), help="directory of mutant files (default tests/mutants)")
-    ap.add_argument("--validate", action="store_true", help="only parse the mutants and check their find texts")
+    ap.add_argument(
+        "--mutants", default=str(MUTANTS), help="directory of mutant files (default tests/mutants)"
+    )
+    ap.add_argument(
+        "--validate", action="store_true", help="only parse the mutants and check their find texts"
+    )
     ap.add_argument("--list", action="store_true", help="list the mutants and their checks")
-    ap.add_argument("--keep", action="store_true", help="keep the scratch trees (default: delete after each)")
-    ap.add_argument("--universal", type=int, metavar="N", help="report only: a sample of N universalmutator mutants")
-    ap.add_argument("--seed", type=int, default=1, help="seed of the --universal sample (default 1)")
-    ap.add_argument("--out", help="directory for scratch trees, logs and reports (default build/mutate; keep it "
-                                  "inside the work tree when a check runs in the Debian unstable root)")
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the scratch trees (default: delete after each)"
+    )
+    ap.add_argument(
+        "--universal",
+        type=int,
+        metavar="N",
+        help="report only: a sample of N universalmutator mutants",
+    )
+    ap.add_argument(
+        "--seed", type=int, default=1, help="seed of the --universal sample (default 1)"
+    )
+    ap.add_argument(
+        "--out",
+        help="directory for scratch trees, logs and reports (default build/mutate; keep it "
+        "inside the work tree when a check runs in the Debian unstable root)",
+    )
     a = ap.parse_args()
     global OUT
     if a.out:
@@ -661,12 +929,17 @@ def main() -> int:
     tree = make_scratch("_control", source)
     control_results = [runner.run_check(c, tree, logs_root / "_control") for c in all_checks]
     bad = [r for r in control_results if r.outcome != "passed"]
-    control = {"status": "passed" if not bad else "FAILED", "checks": all_checks,
-               "seconds": round(time.monotonic() - t0, 1),
-               "results": [dataclasses.asdict(r) for r in control_results]}
+    control = {
+        "status": "passed" if not bad else "FAILED",
+        "checks": all_checks,
+        "seconds": round(time.monotonic() - t0, 1),
+        "results": [dataclasses.asdict(r) for r in control_results],
+    }
     for r in control_results:
-        say(f"  control {r.check}: {r.outcome} ({r.seconds:.0f} s){' ' + ', '.join(r.failing) if r.failing else ''}"
-            f"{' ' + r.detail if r.detail else ''}")
+        say(
+            f"  control {r.check}: {r.outcome} ({r.seconds:.0f} s){' ' + ', '.join(r.failing) if r.failing else ''}"
+            f"{' ' + r.detail if r.detail else ''}"
+        )
     if not a.keep:
         shutil.rmtree(tree, ignore_errors=True)
     if bad:
@@ -682,17 +955,37 @@ def main() -> int:
         try:
             mutated = check_applies(m, tree)
         except MutantError as e:
-            rows.append(dict(name=m.name, property=m.property, killed_by="-", status="stale", why=str(e),
-                             note=m.note, seconds=0.0, checks=[]))
+            rows.append(
+                dict(
+                    name=m.name,
+                    property=m.property,
+                    killed_by="-",
+                    status="stale",
+                    why=str(e),
+                    note=m.note,
+                    seconds=0.0,
+                    checks=[],
+                )
+            )
             continue
         (tree / m.file).write_text(mutated)
         results = [runner.run_check(c, tree, logs_root / m.name, m) for c in checks_for(m, a.fast)]
         status, why = verdict(m, results)
-        row = dict(name=m.name, property=m.property, killed_by=killed_by_text(results), status=status, why=why,
-                   note=m.note, seconds=round(time.monotonic() - t0, 1), file=m.file,
-                   checks=[dataclasses.asdict(r) for r in results])
+        row = dict(
+            name=m.name,
+            property=m.property,
+            killed_by=killed_by_text(results),
+            status=status,
+            why=why,
+            note=m.note,
+            seconds=round(time.monotonic() - t0, 1),
+            file=m.file,
+            checks=[dataclasses.asdict(r) for r in results],
+        )
         rows.append(row)
-        say(f"  {status}{' (' + why + ')' if why else ''}: {row['killed_by']} ({row['seconds']:.0f} s)")
+        say(
+            f"  {status}{' (' + why + ')' if why else ''}: {row['killed_by']} ({row['seconds']:.0f} s)"
+        )
         if not a.keep:
             shutil.rmtree(tree, ignore_errors=True)
 
@@ -701,8 +994,10 @@ def main() -> int:
     print()
     print(md)
     not_killed = [r["name"] for r in rows if r["status"] != "killed"]
-    say(f"{len(rows) - len(not_killed)} of {len(rows)} mutants killed in {total:.0f} s "
-        f"(control {control['seconds']:.0f} s); report: {OUT / 'mutate.md'}")
+    say(
+        f"{len(rows) - len(not_killed)} of {len(rows)} mutants killed in {total:.0f} s "
+        f"(control {control['seconds']:.0f} s); report: {OUT / 'mutate.md'}"
+    )
     if not_killed:
         say(f"NOT KILLED: {', '.join(not_killed)}")
         return 1

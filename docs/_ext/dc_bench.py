@@ -24,6 +24,7 @@ The numbers are formatted by :func:`fmt_ratio` and :func:`verdict`, which
 ``tests/test_bench_docs.py`` does not reuse: it recomputes each ratio from the
 raw rows of the JSON and compares with the built page.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,9 @@ def load(name: str | None = None) -> dict:
     bench.json); an ExtensionError that says how to make them."""
     path = DATA.parent / name if name else DATA
     if not path.exists():
-        raise ExtensionError(f"{path} is missing: run `make bench` and copy build/bench/bench.json there")
+        raise ExtensionError(
+            f"{path} is missing: run `make bench` and copy build/bench/bench.json there"
+        )
     return json.loads(path.read_text())
 
 
@@ -64,10 +67,15 @@ def provenance_line(data: dict) -> str:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     changed = mod.changed(st, REPO)
-    text = (f"* **Provenance**: measured at commit ``{st['commit'][:12]}``{' (uncommitted changes)' if st['dirty'] else ''}; "
-            f"sources ``{'``, ``'.join(st['globs'])}``, sha256 ``{st['sources_sha256'][:16]}``. ")
-    text += ("Since then these changed: " + ", ".join(f"``{c}``" for c in changed) + "." if changed
-             else "None of them has changed since.")
+    text = (
+        f"* **Provenance**: measured at commit ``{st['commit'][:12]}``{' (uncommitted changes)' if st['dirty'] else ''}; "
+        f"sources ``{'``, ``'.join(st['globs'])}``, sha256 ``{st['sources_sha256'][:16]}``. "
+    )
+    text += (
+        "Since then these changed: " + ", ".join(f"``{c}``" for c in changed) + "."
+        if changed
+        else "None of them has changed since."
+    )
     return text
 
 
@@ -96,7 +104,9 @@ def _esc(text: str) -> str:
     return str(text).replace("*", r"\*").replace("|", r"\|").replace("`", r"\`")
 
 
-def list_table(header: list[str], rows: list[list[str]], cls: str, widths: str | None = None) -> list[str]:
+def list_table(
+    header: list[str], rows: list[list[str]], cls: str, widths: str | None = None
+) -> list[str]:
     out = [".. list-table::", "   :header-rows: 1", f"   :class: {cls}"]
     if widths:
         out.append(f"   :widths: {widths}")
@@ -121,7 +131,9 @@ class _BenchDirective(SphinxDirective):
         self.env.note_dependency(str(DATA.parent / name) if name else str(DATA))
         self.env.note_dependency(str(REPO / "tools" / "provenance.py"))
         node = nodes.container()
-        self.state.nested_parse(StringList(self.lines(data), source=str(DATA)), self.content_offset, node)
+        self.state.nested_parse(
+            StringList(self.lines(data), source=str(DATA)), self.content_offset, node
+        )
         return node.children
 
 
@@ -132,8 +144,10 @@ class BenchMachine(_BenchDirective):
         for name, r in data.get("e2e", {}).items():
             if "python" in r:
                 p = r["python"]
-                interps.append(f"{name} (CPython {p['version']}{', debug build' if p.get('debug') else ''}, "
-                               f"built with {p.get('compiler', '?')})")
+                interps.append(
+                    f"{name} (CPython {p['version']}{', debug build' if p.get('debug') else ''}, "
+                    f"built with {p.get('compiler', '?')})"
+                )
             else:
                 interps.append(f"{name} (missing: {r.get('missing', '?')})")
         text = [
@@ -154,8 +168,12 @@ class BenchMachine(_BenchDirective):
 
 class BenchHeadline(_BenchDirective):
     def lines(self, data):
-        rows = [[h["measure"], fmt_ratio(h), h.get("target", ""), verdict(h)] for h in data["headline"]]
-        return list_table(["measure", "ratio", "target", "outcome"], rows, "dc-bench-headline", "70 10 12 8")
+        rows = [
+            [h["measure"], fmt_ratio(h), h.get("target", ""), verdict(h)] for h in data["headline"]
+        ]
+        return list_table(
+            ["measure", "ratio", "target", "outcome"], rows, "dc-bench-headline", "70 10 12 8"
+        )
 
 
 class BenchCore(_BenchDirective):
@@ -163,10 +181,25 @@ class BenchCore(_BenchDirective):
         rows = []
         for name, r in data["core"].items():
             c = r["counters"]
-            keep = ", ".join(f"{k}={v:g}" for k, v in sorted(c.items())
-                             if isinstance(v, (int, float)) and k not in ("items", "batch", "threads", "burst"))
-            rows.append([f"``{name}``", f"{r['ns_per_item']:.2f}", f"{r['items_per_second'] / 1e6:.1f}", keep])
-        out = list_table(["benchmark", "ns per item", "M items/s", "counters"], rows, "dc-bench-core", "40 12 12 36")
+            keep = ", ".join(
+                f"{k}={v:g}"
+                for k, v in sorted(c.items())
+                if isinstance(v, (int, float)) and k not in ("items", "batch", "threads", "burst")
+            )
+            rows.append(
+                [
+                    f"``{name}``",
+                    f"{r['ns_per_item']:.2f}",
+                    f"{r['items_per_second'] / 1e6:.1f}",
+                    keep,
+                ]
+            )
+        out = list_table(
+            ["benchmark", "ns per item", "M items/s", "counters"],
+            rows,
+            "dc-bench-core",
+            "40 12 12 36",
+        )
         # list_table escapes backquotes; literal names read better
         return [l.replace(r"\`\`", "``") for l in out]
 
@@ -192,13 +225,39 @@ class BenchE2E(_BenchDirective):
                         return "—"
                     return ("starved" if c[k].get("starved") else "") + f" {c[k]['pending_calls']}"
 
-                entry = ms("burst_entry") if "burst_entry" in pp else (
-                    "starved" if c.get("burst_entry", {}).get("starved") else ms("burst_entry"))
-                rows.append([name, v, ms("burst_pending"), entry, ms("consume_queue"), ms("consume_direct"),
-                             calls("burst_pending").strip(), calls("burst_big").strip()])
-        return list_table(["interpreter", "variant", "burst, pending calls (ms)", "burst, entry point (ms)",
-                           "consumer via queue (ms CPU)", "cleanups directly (ms CPU)",
-                           "pending calls per 10^5 burst", "pending calls per 10^6 burst"], rows, "dc-bench-e2e")
+                entry = (
+                    ms("burst_entry")
+                    if "burst_entry" in pp
+                    else (
+                        "starved" if c.get("burst_entry", {}).get("starved") else ms("burst_entry")
+                    )
+                )
+                rows.append(
+                    [
+                        name,
+                        v,
+                        ms("burst_pending"),
+                        entry,
+                        ms("consume_queue"),
+                        ms("consume_direct"),
+                        calls("burst_pending").strip(),
+                        calls("burst_big").strip(),
+                    ]
+                )
+        return list_table(
+            [
+                "interpreter",
+                "variant",
+                "burst, pending calls (ms)",
+                "burst, entry point (ms)",
+                "consumer via queue (ms CPU)",
+                "cleanups directly (ms CPU)",
+                "pending calls per 10^5 burst",
+                "pending calls per 10^6 burst",
+            ],
+            rows,
+            "dc-bench-e2e",
+        )
 
 
 class BenchSharedLine(_BenchDirective):
@@ -210,18 +269,44 @@ class BenchSharedLine(_BenchDirective):
         core = data["core"]
         rows = []
         for t in (1, 2, 4, 8, 12, 16):
-            a, b = f"mt/destructor/reference/threads:{t}", f"shared_line/mt/destructor/reference/threads:{t}"
+            a, b = (
+                f"mt/destructor/reference/threads:{t}",
+                f"shared_line/mt/destructor/reference/threads:{t}",
+            )
             f = f"mt/treiber_push/threads:{t}"
             if a in core and b in core:
                 ips = [core[k]["items_per_second"] / 1e6 for k in (a, b, f)]
-                rows.append([str(t), f"{ips[0]:.1f}", f"{ips[1]:.1f}", f"{ips[0] / ips[1]:.2f}", f"{ips[2]:.1f}",
-                             f"{ips[0] / ips[2]:.2f}"])
-        out = list_table(["producers", "own lines (M items/s)", "one line (M items/s)", "own / one",
-                          "bare Treiber push (M items/s)", "own lines / Treiber"], rows, "dc-bench-shared-line")
+                rows.append(
+                    [
+                        str(t),
+                        f"{ips[0]:.1f}",
+                        f"{ips[1]:.1f}",
+                        f"{ips[0] / ips[1]:.2f}",
+                        f"{ips[2]:.1f}",
+                        f"{ips[0] / ips[2]:.2f}",
+                    ]
+                )
+        out = list_table(
+            [
+                "producers",
+                "own lines (M items/s)",
+                "one line (M items/s)",
+                "own / one",
+                "bare Treiber push (M items/s)",
+                "own lines / Treiber",
+            ],
+            rows,
+            "dc-bench-shared-line",
+        )
         m, st = data["machine"], data["provenance"]
-        what = re.sub(r"\b(\w+_)(?=[\s,)])", r"``\1``", data["what"])  # head_ etc. are not link targets
-        out += [f"{what}. {m['cpu']}, {m['cores']} cores, {m['date_utc']}; measured at commit "
-                f"``{st['commit'][:12]}``.", ""]
+        what = re.sub(
+            r"\b(\w+_)(?=[\s,)])", r"``\1``", data["what"]
+        )  # head_ etc. are not link targets
+        out += [
+            f"{what}. {m['cpu']}, {m['cores']} cores, {m['date_utc']}; measured at commit "
+            f"``{st['commit'][:12]}``.",
+            "",
+        ]
         return out
 
 
@@ -242,9 +327,18 @@ class BenchBeforeAfter(_BenchDirective):
             b, a = fast_path_ratio(before["core"], v), fast_path_ratio(data["core"], v)
             if a is None and b is None:
                 continue
-            rows.append([v, "not in that core" if b is None else f"{b:.2f}", "—" if a is None else f"{a:.2f}"])
-        head = ["variant", f"before (commit {before['machine']['commit']})",
-                f"committed run (commit {data['machine']['commit']})"]
+            rows.append(
+                [
+                    v,
+                    "not in that core" if b is None else f"{b:.2f}",
+                    "—" if a is None else f"{a:.2f}",
+                ]
+            )
+        head = [
+            "variant",
+            f"before (commit {before['machine']['commit']})",
+            f"committed run (commit {data['machine']['commit']})",
+        ]
         return list_table(head, rows, "dc-bench-before-after")
 
 
@@ -255,16 +349,20 @@ def _plot(name: str, data: dict) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.hashsalt": f"dc-bench-{name}", "svg.fonttype": "path", "font.size": 9})
+    plt.rcParams.update(
+        {"svg.hashsalt": f"dc-bench-{name}", "svg.fonttype": "path", "font.size": 9}
+    )
     fig, ax = plt.subplots(figsize=(7.0, 3.6))
     core = data["core"]
     variants = [v for v in VARIANTS if f"destructor/{v}/outstanding" in core]
     if name == "destructor":
         clock = core["clock/steady_clock_pair"]["ns_per_item"]
         labels, outst, none = [], [], []
-        for label, a, b in ([("bare Treiber push", "floor/treiber_push", "batch16/floor/treiber_push")]
-                            + [(v, f"destructor/{v}/outstanding", f"batch16/destructor/{v}/none") for v in variants]
-                            + [("mutex + vector", "mutex_vector/outstanding", "batch16/mutex_vector/none")]):
+        for label, a, b in (
+            [("bare Treiber push", "floor/treiber_push", "batch16/floor/treiber_push")]
+            + [(v, f"destructor/{v}/outstanding", f"batch16/destructor/{v}/none") for v in variants]
+            + [("mutex + vector", "mutex_vector/outstanding", "batch16/mutex_vector/none")]
+        ):
             labels.append(label)
             outst.append(core[a]["ns_per_item"])
             none.append(core[b]["ns_per_item"] - clock)
@@ -275,20 +373,34 @@ def _plot(name: str, data: dict) -> Path:
         ax.set_ylabel("ns per destructor call")
         ax.set_title("Destructor path, one producer")
     elif name == "producers":
-        for label, prefix in ([("bare Treiber push", "mt/treiber_push"), ("mutex + vector", "mt/mutex_vector")]
-                              + [(v, f"mt/destructor/{v}") for v in variants]):
+        for label, prefix in [
+            ("bare Treiber push", "mt/treiber_push"),
+            ("mutex + vector", "mt/mutex_vector"),
+        ] + [(v, f"mt/destructor/{v}") for v in variants]:
             ts = [t for t in (1, 2, 4, 8, 12, 16) if f"{prefix}/threads:{t}" in core]
-            ax.plot(ts, [core[f"{prefix}/threads:{t}"]["items_per_second"] / 1e6 for t in ts], marker="o", label=label)
+            ax.plot(
+                ts,
+                [core[f"{prefix}/threads:{t}"]["items_per_second"] / 1e6 for t in ts],
+                marker="o",
+                label=label,
+            )
         ax.set_xscale("log", base=2)
         ax.set_xticks([1, 2, 4, 8, 12, 16], ["1", "2", "4", "8", "12", "16"])
         ax.axvline(data["machine"]["cores"], color="grey", linestyle=":", linewidth=1)
-        ax.set_xlabel(f"producer threads (dotted: {data['machine']['cores']} cores; beyond it, contention only)")
+        ax.set_xlabel(
+            f"producer threads (dotted: {data['machine']['cores']} cores; beyond it, contention only)"
+        )
         ax.set_ylabel("M items/s (wall clock)")
         ax.set_title("Producers pushing into one queue, a pending call outstanding")
     elif name == "drain":
-        for label, prefix in [(v, f"drain/{v}") for v in variants] + [("cleanups run directly", "direct")]:
-            ns = sorted(int(k.rsplit("/", 1)[1]) for k in core if k.startswith(prefix + "/")
-                        and k.rsplit("/", 1)[1].isdigit())
+        for label, prefix in [(v, f"drain/{v}") for v in variants] + [
+            ("cleanups run directly", "direct")
+        ]:
+            ns = sorted(
+                int(k.rsplit("/", 1)[1])
+                for k in core
+                if k.startswith(prefix + "/") and k.rsplit("/", 1)[1].isdigit()
+            )
             ax.plot(ns, [core[f"{prefix}/{n}"]["ns_per_item"] for n in ns], marker="o", label=label)
         ax.set_xscale("log")
         ax.set_ylim(bottom=0)
@@ -333,7 +445,12 @@ class BenchPlot(SphinxDirective):
         path = _plot(self.arguments[0], data)
         doc_dir = Path(self.env.doc2path(self.env.docname)).parent
         rel = os.path.relpath(path, doc_dir)
-        lines = [f".. figure:: {rel}", f"   :alt: {self.arguments[0]} plot", "   :class: dc-bench-plot", ""]
+        lines = [
+            f".. figure:: {rel}",
+            f"   :alt: {self.arguments[0]} plot",
+            "   :class: dc-bench-plot",
+            "",
+        ]
         lines += [f"   {line}" for line in self.content]
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source=str(DATA)), self.content_offset, node)

@@ -8,6 +8,7 @@ titles, and one table row per scenario and implementation.  The rows come from
 the Markdown table), so the page, the JSON and the Markdown cannot disagree;
 ``tests/test_gpu_compare.py`` checks the committed files and the built page.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -73,12 +74,19 @@ def build_nodes(data: dict) -> list[nodes.Node]:
     group += tbody
     out = [facts]
     if data.get("provenance"):
-        spec = importlib.util.spec_from_file_location("dc_provenance_tool", REPO / "tools" / "provenance.py")
+        spec = importlib.util.spec_from_file_location(
+            "dc_provenance_tool", REPO / "tools" / "provenance.py"
+        )
         prov = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(prov)  # type: ignore[union-attr]
         changed = prov.changed(data["provenance"], REPO)
-        out.append(_para(("Since that commit these stamped sources changed: " + ", ".join(changed) + ".")
-                         if changed else "None of the stamped sources has changed since that commit."))
+        out.append(
+            _para(
+                ("Since that commit these stamped sources changed: " + ", ".join(changed) + ".")
+                if changed
+                else "None of the stamped sources has changed since that commit."
+            )
+        )
     return out + [_para("Scenarios:"), scen, table]
 
 

@@ -7,13 +7,16 @@ offline, so ``https://docs.python.org/3.13/objects.inv`` cannot be fetched.
 four header lines, then zlib-compressed lines ``NAME DOMAIN:ROLE PRIORITY URI
 DISPNAME`` (``$`` in URI stands for NAME, ``-`` as DISPNAME for NAME).
 """
+
 from __future__ import annotations
 
 import zlib
 from pathlib import Path
 
 
-def write_inventory(source: Path, target: Path, project: str = "Python", version: str = "3.13") -> Path:
+def write_inventory(
+    source: Path, target: Path, project: str = "Python", version: str = "3.13"
+) -> Path:
     """Write ``target`` from the list in ``source``.
 
     Args:
@@ -42,8 +45,10 @@ def write_inventory(source: Path, target: Path, project: str = "Python", version
         disp = parts[3] if len(parts) > 3 else "-"
         prio = "-1" if role == "std:label" else "1"
         lines.append(f"{name} {role} {prio} {uri} {disp}")
-    header = (f"# Sphinx inventory version 2\n# Project: {project}\n# Version: {version}\n"
-              "# The remainder of this file is compressed using zlib.\n")
+    header = (
+        f"# Sphinx inventory version 2\n# Project: {project}\n# Version: {version}\n"
+        "# The remainder of this file is compressed using zlib.\n"
+    )
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     data = header.encode() + zlib.compress(("\n".join(lines) + "\n").encode())

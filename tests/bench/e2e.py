@@ -12,6 +12,7 @@ Usage::
     python tests/bench/e2e.py counts [--payloads N] [--big N]   # JSON on stdout
     python tests/bench/e2e.py smoke                              # JSON on stdout
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,8 +57,14 @@ def _held_graph(n: int, finalizer=_finalizer):
 
 
 def _delta(before: dict, after: dict) -> dict:
-    keys = ("cleaned", "pending_calls", "drain_cycles", "direct_drains", "schedule_failures",
-            "cleanups_off_main")
+    keys = (
+        "cleaned",
+        "pending_calls",
+        "drain_cycles",
+        "direct_drains",
+        "schedule_failures",
+        "cleanups_off_main",
+    )
     return {k: after[k] - before[k] for k in keys if k in after and k in before}
 
 
@@ -101,7 +108,9 @@ def burst(n: int, mode: str, timeout_s: float = 120.0, starve_s: float | None = 
     if mode == "pending":
         while counters()["cleaned"] < target:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"burst: {counters()['cleaned'] - before['cleaned']} of {n} released")
+                raise TimeoutError(
+                    f"burst: {counters()['cleaned'] - before['cleaned']} of {n} released"
+                )
             time.sleep(0.0002)
     starved = False
     if mode == "entry":
@@ -115,7 +124,9 @@ def burst(n: int, mode: str, timeout_s: float = 120.0, starve_s: float | None = 
     if mode == "pending" or starved:
         while counters()["cleaned"] < target:
             if time.monotonic() > deadline:
-                raise TimeoutError(f"burst: {counters()['cleaned'] - before['cleaned']} of {n} released")
+                raise TimeoutError(
+                    f"burst: {counters()['cleaned'] - before['cleaned']} of {n} released"
+                )
             time.sleep(0.0002)
     driver.wait_idle(timeout_s)
     after = dc.counters()
@@ -227,7 +238,9 @@ def smoke() -> dict:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("counts")
     c.add_argument("--payloads", type=int, default=100_000)

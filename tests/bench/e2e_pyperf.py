@@ -16,6 +16,7 @@ Benchmarks (one value = one burst, or one batch of N cleanups):
 * ``consume_queue``: main-thread CPU seconds releasing N payloads through the
   queue; ``consume_direct``: the same cleanups run directly.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,6 +31,7 @@ import e2e  # noqa: E402
 def _timed(fn):
     def run(loops: int) -> float:
         return sum(fn() for _ in range(loops))
+
     return run
 
 

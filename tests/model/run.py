@@ -12,6 +12,7 @@ Usage:
 Without --only every check in CHECKS runs.  Needs spin and gcc on PATH (the
 Debian unstable root has both: tools/sid-root.sh).  Only the standard library.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,11 +43,11 @@ DEPTH_BOUND = 100000
 @dataclasses.dataclass(frozen=True)
 class Check:
     name: str
-    macros: tuple[str, ...]       # spin -D macros
-    liveness: bool = False        # pan -a -f with the ltl claim `drained`
-    expect_error: bool = False    # a negative variant or a witness
+    macros: tuple[str, ...]  # spin -D macros
+    liveness: bool = False  # pan -a -f with the ltl claim `drained`
+    expect_error: bool = False  # a negative variant or a witness
     why: str = ""
-    by_hand: bool = False         # minutes: test_model.py runs it only with DC_MODEL_SLOW=1
+    by_hand: bool = False  # minutes: test_model.py runs it only with DC_MODEL_SLOW=1
 
 
 def _base(n: int, k: int, lost: int = 0) -> tuple[str, ...]:
@@ -67,57 +68,145 @@ def _base(n: int, k: int, lost: int = 0) -> tuple[str, ...]:
 _NR = ("NO_RETRIER",)
 _LIVE = ("FOREIGN=0", "LIVENESS")
 CHECKS: list[Check] = [
-    Check("safety_n2_k1", _base(2, 1),
-          why="exactly once or leaked; nothing after teardown; at most one outstanding pending call"),
-    Check("safety_n2_k1_lost1_nr", _base(2, 1, 1) + _NR,
-          why="as safety_n2_k1, with a lost call and the re-arm"),
-    Check("safety_n2_k2_lost1_nr", _base(2, 2, 1) + _NR,
-          why="with room for two of our calls: at most two outstanding unless the main thread re-armed"),
-    Check("safety_n2_k2_lost2_nr", _base(2, 2, 2) + _NR,
-          why="safety holds whatever the host loses"),
-    Check("safety_n2_k3_lost2_nr", _base(2, 3, 2) + _NR,
-          why="two losses, room for three: at most three outstanding (the main thread's re-arm)"),
-    Check("liveness_n2_k1_norearm_nr", _base(2, 1) + ("LIVENESS", "NO_REARM") + _NR, liveness=True,
-          why="no lost call and no re-arm: the fast path, refusals and clear-then-take never strand an item"),
-    Check("liveness_lost1_nr", _base(2, 3, 1) + _LIVE + _NR, liveness=True,
-          why="one lost call: the re-arm restores the pending-call path"),
-    Check("liveness_n2_norefusal_lost1", _base(2, 3, 1) + _LIVE, liveness=True,
-          why="with the retrier, re-arms and one lost call or none, no refusal: every queued item is drained"),
-    Check("liveness_refusal_nr", _base(2, 1) + ("LIVENESS",) + _NR, liveness=True,
-          why="refusals (a ring of one shared with a foreign caller): re-arms, refused re-arms, give-backs"),
-    Check("liveness_lost_apart_nr", _base(2, 3, 2) + _LIVE + ("LOST_APART", "NO_MAIN_REARM") + _NR,
-          liveness=True,
-          why="two lost calls, not in a row, without the main thread's re-arm: the rule within the bound recovers"),
-    Check("liveness_lost2_nr", _base(2, 3, 2) + _LIVE + _NR, liveness=True,
-          why="two lost calls in a row: a main-thread look at the stale claim recovers"),
+    Check(
+        "safety_n2_k1",
+        _base(2, 1),
+        why="exactly once or leaked; nothing after teardown; at most one outstanding pending call",
+    ),
+    Check(
+        "safety_n2_k1_lost1_nr",
+        _base(2, 1, 1) + _NR,
+        why="as safety_n2_k1, with a lost call and the re-arm",
+    ),
+    Check(
+        "safety_n2_k2_lost1_nr",
+        _base(2, 2, 1) + _NR,
+        why="with room for two of our calls: at most two outstanding unless the main thread re-armed",
+    ),
+    Check(
+        "safety_n2_k2_lost2_nr", _base(2, 2, 2) + _NR, why="safety holds whatever the host loses"
+    ),
+    Check(
+        "safety_n2_k3_lost2_nr",
+        _base(2, 3, 2) + _NR,
+        why="two losses, room for three: at most three outstanding (the main thread's re-arm)",
+    ),
+    Check(
+        "liveness_n2_k1_norearm_nr",
+        _base(2, 1) + ("LIVENESS", "NO_REARM") + _NR,
+        liveness=True,
+        why="no lost call and no re-arm: the fast path, refusals and clear-then-take never strand an item",
+    ),
+    Check(
+        "liveness_lost1_nr",
+        _base(2, 3, 1) + _LIVE + _NR,
+        liveness=True,
+        why="one lost call: the re-arm restores the pending-call path",
+    ),
+    Check(
+        "liveness_n2_norefusal_lost1",
+        _base(2, 3, 1) + _LIVE,
+        liveness=True,
+        why="with the retrier, re-arms and one lost call or none, no refusal: every queued item is drained",
+    ),
+    Check(
+        "liveness_refusal_nr",
+        _base(2, 1) + ("LIVENESS",) + _NR,
+        liveness=True,
+        why="refusals (a ring of one shared with a foreign caller): re-arms, refused re-arms, give-backs",
+    ),
+    Check(
+        "liveness_lost_apart_nr",
+        _base(2, 3, 2) + _LIVE + ("LOST_APART", "NO_MAIN_REARM") + _NR,
+        liveness=True,
+        why="two lost calls, not in a row, without the main thread's re-arm: the rule within the bound recovers",
+    ),
+    Check(
+        "liveness_lost2_nr",
+        _base(2, 3, 2) + _LIVE + _NR,
+        liveness=True,
+        why="two lost calls in a row: a main-thread look at the stale claim recovers",
+    ),
     # With the retrier: a minute or more each.
-    Check("rearm_refusal", _base(2, 1) + ("LIVENESS",), liveness=True, by_hand=True,
-          why="liveness_refusal_nr with the retrier"),
-    Check("liveness_lost_apart", _base(2, 3, 2) + _LIVE + ("LOST_APART", "NO_MAIN_REARM"), liveness=True,
-          by_hand=True, why="liveness_lost_apart_nr with the retrier"),
-    Check("liveness_lost2", _base(2, 3, 2) + _LIVE, liveness=True, by_hand=True,
-          why="liveness_lost2_nr with the retrier"),
+    Check(
+        "rearm_refusal",
+        _base(2, 1) + ("LIVENESS",),
+        liveness=True,
+        by_hand=True,
+        why="liveness_refusal_nr with the retrier",
+    ),
+    Check(
+        "liveness_lost_apart",
+        _base(2, 3, 2) + _LIVE + ("LOST_APART", "NO_MAIN_REARM"),
+        liveness=True,
+        by_hand=True,
+        why="liveness_lost_apart_nr with the retrier",
+    ),
+    Check(
+        "liveness_lost2",
+        _base(2, 3, 2) + _LIVE,
+        liveness=True,
+        by_hand=True,
+        why="liveness_lost2_nr with the retrier",
+    ),
     # Negative variants: each must yield a counterexample.
-    Check("lost_wakeup", _base(2, 1) + ("LIVENESS", "LOST_WAKEUP"), liveness=True, expect_error=True,
-          why="take, then clear scheduled_, with no re-check: an item is stranded"),
-    Check("fast_reordered", _base(2, 1) + ("LIVENESS", "FAST_REORDERED"), liveness=True, expect_error=True,
-          why="the fast-path load before the push (store buffering): an item is stranded"),
-    Check("no_gate", _base(2, 1) + ("NO_GATE",), expect_error=True,
-          why="no in-flight gate: Py_AddPendingCall after teardown"),
-    Check("retry_enqueues", _base(2, 1) + ("RETRY_ENQUEUES",), expect_error=True,
-          why="a retry that pushes the item again: cleaned twice"),
-    Check("no_rearm", _base(2, 1, 1) + ("LIVENESS", "NO_REARM"), liveness=True, expect_error=True,
-          why="without the re-arm one lost call leaves scheduled_ set for good"),
+    Check(
+        "lost_wakeup",
+        _base(2, 1) + ("LIVENESS", "LOST_WAKEUP"),
+        liveness=True,
+        expect_error=True,
+        why="take, then clear scheduled_, with no re-check: an item is stranded",
+    ),
+    Check(
+        "fast_reordered",
+        _base(2, 1) + ("LIVENESS", "FAST_REORDERED"),
+        liveness=True,
+        expect_error=True,
+        why="the fast-path load before the push (store buffering): an item is stranded",
+    ),
+    Check(
+        "no_gate",
+        _base(2, 1) + ("NO_GATE",),
+        expect_error=True,
+        why="no in-flight gate: Py_AddPendingCall after teardown",
+    ),
+    Check(
+        "retry_enqueues",
+        _base(2, 1) + ("RETRY_ENQUEUES",),
+        expect_error=True,
+        why="a retry that pushes the item again: cleaned twice",
+    ),
+    Check(
+        "no_rearm",
+        _base(2, 1, 1) + ("LIVENESS", "NO_REARM"),
+        liveness=True,
+        expect_error=True,
+        why="without the re-arm one lost call leaves scheduled_ set for good",
+    ),
     # The limit of the rule within the bound (liveness_lost2_nr is the same
     # run with the main thread's re-arm).
-    Check("lost_both_nr", _base(2, 3, 2) + _LIVE + ("NO_MAIN_REARM",) + _NR, liveness=True, expect_error=True,
-          why="without the main thread's re-arm: the first call and its re-armed call both lost, nothing recovers"),
+    Check(
+        "lost_both_nr",
+        _base(2, 3, 2) + _LIVE + ("NO_MAIN_REARM",) + _NR,
+        liveness=True,
+        expect_error=True,
+        why="without the main thread's re-arm: the first call and its re-armed call both lost, nothing recovers",
+    ),
     # The two defects of the rule before the fixes, found with the retrier.
-    Check("records_first", _base(2, 3, 1) + _LIVE + ("RECORDS_FIRST", "NO_MAIN_REARM"), liveness=True,
-          expect_error=True,
-          why="call_ran reads the records before it takes the claim back: a re-arm overtakes the running call"),
-    Check("drop_clock", _base(2, 3, 2) + _LIVE + ("DROP_CLOCK",), liveness=True, expect_error=True,
-          why="a look that takes the stale claim and may not re-arm drops its clock: never stale again"),
+    Check(
+        "records_first",
+        _base(2, 3, 1) + _LIVE + ("RECORDS_FIRST", "NO_MAIN_REARM"),
+        liveness=True,
+        expect_error=True,
+        why="call_ran reads the records before it takes the claim back: a re-arm overtakes the running call",
+    ),
+    Check(
+        "drop_clock",
+        _base(2, 3, 2) + _LIVE + ("DROP_CLOCK",),
+        liveness=True,
+        expect_error=True,
+        why="a look that takes the stale claim and may not re-arm drops its clock: never stale again",
+    ),
 ]
 WITNESSES = {
     1: "Py_AddPendingCall refuses",
@@ -143,8 +232,14 @@ WITNESSES = {
 # three of our calls and two losses.
 _WITNESS_MACROS = {1: _base(2, 1), 13: _base(2, 1), 15: _base(2, 3, 2)}
 for _w, _why in WITNESSES.items():
-    CHECKS.append(Check(f"witness{_w}", _WITNESS_MACROS.get(_w, _base(2, 2, 1)) + (f"WITNESS={_w}",),
-                        expect_error=True, why=_why))
+    CHECKS.append(
+        Check(
+            f"witness{_w}",
+            _WITNESS_MACROS.get(_w, _base(2, 2, 1)) + (f"WITNESS={_w}",),
+            expect_error=True,
+            why=_why,
+        )
+    )
 
 
 def _num(rx: str, text: str, cast=int):
@@ -162,7 +257,9 @@ def parse_pan(out: str) -> dict:
         memory_mb, time_s (numbers or None) and unreached (list of str).
     """
     unreached = []
-    for block in re.finditer(r"^unreached in (proctype|init|claim) ?(\S*)\n((?:\t.*\n)*)", out, re.M):
+    for block in re.finditer(
+        r"^unreached in (proctype|init|claim) ?(\S*)\n((?:\t.*\n)*)", out, re.M
+    ):
         for line in block.group(3).splitlines():
             line = line.strip()
             if line and not line.startswith("("):
@@ -176,7 +273,9 @@ def parse_pan(out: str) -> dict:
         "memory_mb": _num(r"^\s*([\d.]+)\s+total actual memory usage", out, float),
         "time_s": _num(r"pan: elapsed time ([\d.e+-]+) seconds", out, float),
         "unreached": unreached,
-        "assertion": (re.search(r"^pan:\d+: (assertion violated .*)$", out, re.M) or [None, None])[1],
+        "assertion": (re.search(r"^pan:\d+: (assertion violated .*)$", out, re.M) or [None, None])[
+            1
+        ],
         "acceptance_cycle": bool(re.search(r"acceptance cycle", out)),
     }
 
@@ -198,7 +297,9 @@ def run_check(check: Check, workdir: Path, timeout: float = 300) -> dict:
     shutil.copy(MODEL, workdir / MODEL.name)
     d = [f"-D{m}" for m in check.macros]
     t0 = time.monotonic()
-    p = subprocess.run(["spin", *d, "-a", MODEL.name], cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(
+        ["spin", *d, "-a", MODEL.name], cwd=workdir, capture_output=True, text=True, timeout=timeout
+    )
     if p.returncode != 0 or not (workdir / "pan.c").exists():
         raise RuntimeError(f"spin -a failed for {check.name}:\n{p.stdout}{p.stderr}")
     cflags = ["-O0" if check.name.startswith("witness") else "-O2", *PAN_CFLAGS]
@@ -206,8 +307,13 @@ def run_check(check: Check, workdir: Path, timeout: float = 300) -> dict:
         cflags.append("-DNFAIR=4")  # weak fairness over all processes
     else:
         cflags.append("-DSAFETY")
-    p = subprocess.run(["gcc", *cflags, "-o", "pan", "pan.c"], cwd=workdir, capture_output=True, text=True,
-                       timeout=timeout)
+    p = subprocess.run(
+        ["gcc", *cflags, "-o", "pan", "pan.c"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if p.returncode != 0:
         raise RuntimeError(f"gcc failed for {check.name}:\n{p.stdout}{p.stderr}")
     args = ["./pan", f"-m{DEPTH_BOUND}"]
@@ -216,14 +322,23 @@ def run_check(check: Check, workdir: Path, timeout: float = 300) -> dict:
     p = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=timeout)
     out = p.stdout + p.stderr
     r = parse_pan(out)
-    r.update(name=check.name, macros=list(check.macros), liveness=check.liveness,
-             expect_error=check.expect_error, why=check.why, wall_s=round(time.monotonic() - t0, 2),
-             output=out, trail=(workdir / f"{MODEL.name}.trail").exists())
+    r.update(
+        name=check.name,
+        macros=list(check.macros),
+        liveness=check.liveness,
+        expect_error=check.expect_error,
+        why=check.why,
+        wall_s=round(time.monotonic() - t0, 2),
+        output=out,
+        trail=(workdir / f"{MODEL.name}.trail").exists(),
+    )
     return r
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--only", help="comma-separated check names")
     ap.add_argument("--list", action="store_true")
@@ -242,11 +357,16 @@ def main(argv=None) -> int:
         with tempfile.TemporaryDirectory(prefix=f"spin-{c.name}-") as tmp:
             r = run_check(c, Path(tmp))
             if a.keep:
-                shutil.copytree(tmp, Path(tempfile.gettempdir()) / f"spin-{c.name}", dirs_exist_ok=True)
+                shutil.copytree(
+                    tmp, Path(tempfile.gettempdir()) / f"spin-{c.name}", dirs_exist_ok=True
+                )
         ok = (r["errors"] or 0) > 0 if c.expect_error else r["errors"] == 0
         bad += not ok
-        print(f"{'ok ' if ok else 'BAD'} {c.name:22} errors={r['errors']} states={r['states_stored']} "
-              f"depth={r['depth']} time={r['wall_s']}s {r['assertion'] or ''}", flush=True)
+        print(
+            f"{'ok ' if ok else 'BAD'} {c.name:22} errors={r['errors']} states={r['states_stored']} "
+            f"depth={r['depth']} time={r['wall_s']}s {r['assertion'] or ''}",
+            flush=True,
+        )
         results.append(r)
     if a.json:
         a.json.write_text(json.dumps(results, indent=1))

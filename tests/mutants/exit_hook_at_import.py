@@ -1,4 +1,5 @@
 """The exit hook is registered at import (plain LIFO) on every version."""
+
 FILE = "reference/python/deferred_cleanup/__init__.py"
 FIND = """\
     try:

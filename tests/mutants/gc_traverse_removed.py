@@ -1,4 +1,5 @@
 """Graph no longer visits the objects of the payloads it owns."""
+
 FILE = "reference/src/api_bindings.cpp"
 FIND = """\
     Py_VISIT(p->obj);

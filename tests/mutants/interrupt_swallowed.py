@@ -1,4 +1,5 @@
 """KeyboardInterrupt/SystemExit raised by a cleanup go to sys.unraisablehook."""
+
 FILE = "reference/src/host.cpp"
 FIND = """\
   if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {

@@ -1,7 +1,10 @@
 """After the host refuses the pending call, the claim is not given back."""
+
 FILE = "reference/include/deferred_cleanup/scheduling.hpp"
-FIND = '      q.unclaim();\n      result = ScheduleResult::refused;\n'
-REPLACE = '      // MUTANT: the claim is kept after a refusal\n      result = ScheduleResult::refused;\n'
+FIND = "      q.unclaim();\n      result = ScheduleResult::refused;\n"
+REPLACE = (
+    "      // MUTANT: the claim is kept after a refusal\n      result = ScheduleResult::refused;\n"
+)
 PROPERTY = "a refused Py_AddPendingCall (-1) releases scheduled_, so the next enqueue or entry point retries"
 KILLED_BY = ["cpp-asan"]
 KILLING_TESTS = ["Core/reference.RefusalGivesTheClaimBackAndKeepsTheItem"]

@@ -7,6 +7,7 @@ the __del__ of an object that lives until its module is torn down.  It tries
 attach(), drain_now() and destroy() and writes what happened to RESULT_PATH
 as JSON.
 """
+
 import json
 import sys
 
@@ -24,7 +25,9 @@ class Late:
         self.sys = sys
         self.open = open  # builtins may be gone by the time __del__ runs
         self.driver = dc.SimulatedDriver()
-        self.driver._test_release_at_exit(1)  # keep the driver alive until the backstop waits for it
+        self.driver._test_release_at_exit(
+            1
+        )  # keep the driver alive until the backstop waits for it
         self.obj = object()
         self.g = self.driver.create_graph()
         self.g2 = self.driver.create_graph()

@@ -5,6 +5,7 @@ finalization: pthread_exit on 3.10-3.13, a hang from 3.14).
 usage: daemon_wait_idle.py
 Exits 0 unless the process aborts.
 """
+
 import threading
 import time
 

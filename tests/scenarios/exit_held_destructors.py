@@ -7,6 +7,7 @@ Destroys a graph of N payloads whose destructor calls the driver holds back
 payloads alive.  The exit sequence must wait EXIT_WAIT_S seconds at most and
 report both; prints {"created": 2N} and, as its last line, nothing else.
 """
+
 import json
 import sys
 

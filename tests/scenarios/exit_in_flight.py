@@ -10,6 +10,7 @@ usage: exit_in_flight.py N THREADS MODE
 Prints one JSON line: {"created": N}.  The Py_AtExit backstop writes the final
 counters to $DC_STATS_AT_EXIT.
 """
+
 import atexit
 import json
 import sys
@@ -31,10 +32,12 @@ if mode == "burst":
         g.destroy()
     driver.release(threads)
 elif mode == "atexit-destroy":
+
     def destroy_all():
         for g in graphs:
             g.destroy()
         driver.wait_idle(10.0)
+
     atexit.register(destroy_all)
 else:
     raise SystemExit(f"unknown mode {mode}")

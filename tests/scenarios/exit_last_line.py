@@ -15,6 +15,7 @@ Each payload's finalizer records the thread it ran on; the result file
 (argv[3]) gets {"released": n, "off_main": k} from the last cleanup.  The
 Py_AtExit backstop writes the counters (DC_STATS_AT_EXIT).
 """
+
 import atexit
 import json
 import sys

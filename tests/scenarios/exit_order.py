@@ -6,6 +6,7 @@ Handlers registered before the import, after it, from a weakref.finalize
 and from inside another handler append their name to LOG.  Each also
 destroys a graph of 3 payloads whose finalizers append "cleaned:<name>".
 """
+
 import atexit
 import sys
 import weakref
@@ -25,6 +26,7 @@ def handler(name):
         g = graphs.get(name)
         if g is not None:
             g.destroy()
+
     return run
 
 

@@ -8,6 +8,7 @@ usage: held_in_gate.py HOLD
        finalization (the seed's window).
 Prints one JSON line: {"held": bool, "created": 1}.
 """
+
 import json
 import sys
 

@@ -5,6 +5,7 @@ The simulated driver holds N destructor calls back; the Py_AtExit backstop
 (after the interpreter is gone) releases them from THREADS native threads and
 waits for them before counting.  Prints one JSON line: {"created": N}.
 """
+
 import json
 import sys
 

@@ -10,6 +10,7 @@ line with: cleaned_in_busy (bool), delay_ms (float, release -> last cleanup,
 or null), delivered_in_busy (int), cleaned_after_sleep (bool), and counter
 deltas.
 """
+
 import json
 import sys
 import time
@@ -37,20 +38,27 @@ while time.perf_counter() - t0 < busy_s:  # pure Python: never drops the GIL
         dc.stats()
         last_entry = time.perf_counter()
 delivered_in_busy = driver.delivered
-delay_ms = (dc._native.last_cleanup_ns() - driver.last_release_ns) / 1e6 if cleaned_in_busy else None
+delay_ms = (
+    (dc._native.last_cleanup_ns() - driver.last_release_ns) / 1e6 if cleaned_in_busy else None
+)
 deadline = time.monotonic() + 10.0
 while dc.counters()["cleaned"] - before["cleaned"] < n and time.monotonic() < deadline:
     time.sleep(0.001)
 after = dc.counters()
 driver.wait_idle(10.0)
-print(json.dumps({
-    "mode": mode,
-    "variant": dc.variant(),
-    "cleaned_in_busy": cleaned_in_busy,
-    "delay_ms": delay_ms,
-    "delivered_in_busy": delivered_in_busy,
-    "cleaned_after_sleep": after["cleaned"] - before["cleaned"] == n,
-    "direct_drains": after["direct_drains"] - before["direct_drains"],
-    "pending_calls": after["pending_calls"] - before["pending_calls"],
-    "drain_cycles": after["drain_cycles"] - before["drain_cycles"],
-}), flush=True)
+print(
+    json.dumps(
+        {
+            "mode": mode,
+            "variant": dc.variant(),
+            "cleaned_in_busy": cleaned_in_busy,
+            "delay_ms": delay_ms,
+            "delivered_in_busy": delivered_in_busy,
+            "cleaned_after_sleep": after["cleaned"] - before["cleaned"] == n,
+            "direct_drains": after["direct_drains"] - before["direct_drains"],
+            "pending_calls": after["pending_calls"] - before["pending_calls"],
+            "drain_cycles": after["drain_cycles"] - before["drain_cycles"],
+        }
+    ),
+    flush=True,
+)
