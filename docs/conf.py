@@ -102,7 +102,9 @@ breathe_projects = {"deferred_cleanup": str(REPO / "build" / "docs" / "doxygen" 
 breathe_default_project = "deferred_cleanup"
 breathe_default_members = ("members",)
 breathe_domain_by_extension = {"hpp": "cpp"}
-breathe_show_include = False  # the page groups declarations by header already; the include links point to source pages Breathe does not make
+# The page groups declarations by header already; the include links point to
+# source pages Breathe does not make.
+breathe_show_include = False
 cpp_index_common_prefix = ["deferred_cleanup::"]
 
 # ---------------------------------------------------------------- Python API (autodoc)

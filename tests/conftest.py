@@ -31,17 +31,31 @@ SCENARIOS = TESTS / "scenarios"
 
 #: Markers whose tests run only where tools/matrix.py selected them (DC_MATRIX=1), and why.
 MATRIX_ONLY = {
-    "docs": "builds the docs site with tools/docs.sh, which installs Doxygen and Chromium with apt as root",
-    "tools": "needs spin and herd7 from the Debian unstable root that tools/sid-root.sh makes as root",
+    "docs": (
+        "builds the docs site with tools/docs.sh, which installs Doxygen and Chromium with apt as "
+        "root"
+    ),
+    "tools": (
+        "needs spin and herd7 from the Debian unstable root that tools/sid-root.sh makes as root"
+    ),
     "hardware": (
         "builds tests/cpp/lost_wakeup.cpp and gate_sb.cpp with CMake and races up to 10**7 "
         "handoffs per variant and 3*10**6 gate rounds per policy on this CPU"
     ),
-    "soak": "the finalization soak starts SOAK_N (20) child interpreters per case, about 2 minutes in all",
-    "sanitize": "builds tests/cpp under ThreadSanitizer and AddressSanitizer (apt installs GoogleTest if missing)",
+    "soak": (
+        "the finalization soak starts SOAK_N (20) child interpreters per case, about 2 minutes in "
+        "all"
+    ),
+    "sanitize": (
+        "builds tests/cpp under ThreadSanitizer and AddressSanitizer (apt installs GoogleTest if "
+        "missing)"
+    ),
     "mutate": "rebuilds the C++ suite once per mutant in tests/mutants (minutes)",
     "format": "runs clang-format and ruff over the repository (ruff from the docs environment)",
-    "bench": "builds tests/bench with CMake (apt installs Google Benchmark if missing) and runs each benchmark once",
+    "bench": (
+        "builds tests/bench with CMake (apt installs Google Benchmark if missing) and runs each "
+        "benchmark once"
+    ),
 }
 
 
@@ -62,7 +76,9 @@ def pytest_collection_modifyitems(config, items):
             if item.get_closest_marker(name) is not None:
                 item.add_marker(
                     pytest.mark.skip(
-                        reason=f"marker '{name}' {why}: `make test` runs it; DC_MATRIX=1 runs it here"
+                        reason=(
+                            f"marker '{name}' {why}: `make test` runs it; DC_MATRIX=1 runs it here"
+                        )
                     )
                 )
                 break
@@ -92,7 +108,10 @@ def _session_report(**fields) -> None:
 
 
 def pytest_collection_finish(session):
-    """Record how many tests were selected, before the first one runs (see :func:`_session_report`)."""
+    """Record how many tests were selected, before the first one runs.
+
+    See :func:`_session_report`.
+    """
     _session_report(selected=len(session.items), finished=False)
 
 

@@ -195,7 +195,10 @@ def test_import_in_a_subinterpreter_is_refused_and_leaves_the_queue_alone():
         import _testcapi  # noqa: F401
     except ImportError:
         pytest.skip(
-            "this interpreter ships no _testcapi, so no legacy subinterpreter can be made from Python"
+            (
+                "this interpreter ships no _testcapi, so no legacy subinterpreter can be made "
+                "from Python"
+            )
         )
     p = subprocess.run(
         [sys.executable, "-c", SUBINTERP_SCRIPT], capture_output=True, text=True, timeout=45

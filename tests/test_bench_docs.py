@@ -115,7 +115,7 @@ def mismatches(page_html: str, data: dict) -> list[str]:
         problems.append(f"header {header}")
     if len(body) != len(data["headline"]):
         problems.append(f"{len(body)} rows on the page, {len(data['headline'])} in the JSON")
-    for cells, row in zip(body, data["headline"]):
+    for cells, row in zip(body, data["headline"], strict=False):
         value = expected_ratio(data, row)
         shown = (
             f"{value:.2e}"

@@ -55,7 +55,8 @@ def test_cuda_user_objects_cleaned_on_main_thread(dc, cuda_driver, recorder):
         for i in range(per_graph):
             g.attach(k * per_graph + i, recorder)
         if k % 2 == 0:
-            g.instantiate()  # also launched once, not waited for: its destructors run after completion
+            # Also launched once, not waited for: its destructors run after completion.
+            g.instantiate()
         graphs.append(g)
     for g in graphs:
         g.destroy()
@@ -65,7 +66,9 @@ def test_cuda_user_objects_cleaned_on_main_thread(dc, cuda_driver, recorder):
     after = dc.stats()
     main = threading.main_thread().ident
     report = {
-        "interpreter": f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})",
+        "interpreter": (
+            f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})"
+        ),
         "variant": dc.variant(),
         "driver_version": cuda_driver.driver_version,
         "gpu": cuda_driver.device_name,

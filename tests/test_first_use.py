@@ -59,7 +59,8 @@ def test_plain_pytest_skips_the_docs_tests_with_a_reason():
 
 
 def test_plain_pytest_skips_a_tools_test_that_dc_matrix_runs():
-    test = "tests/test_litmus.py::test_every_policy_has_tagged_orders"  # needs no herd7: shows the gate itself
+    # Needs no herd7: shows the gate itself.
+    test = "tests/test_litmus.py::test_every_policy_has_tagged_orders"
     plain = pytest_child(test, matrix=False)
     assert plain.returncode == 0, plain.stdout + plain.stderr
     assert counts(plain.stdout) == {"skipped": 1}, plain.stdout
@@ -133,7 +134,10 @@ def test_every_run_once_check_of_the_matrix_is_skipped_by_plain_pytest(matrix):
 
 
 def test_matrix_reports_an_aborted_session_with_the_tests_that_did_not_run(matrix, tmp_path):
-    """A KeyboardInterrupt that escapes a test stops pytest early: the matrix says so, with counts."""
+    """A KeyboardInterrupt that escapes a test stops pytest early.
+
+    The matrix says so, with counts.
+    """
     (tmp_path / "test_escape.py").write_text("def test_escapes():\n    raise KeyboardInterrupt\n")
     report, xml = tmp_path / "session.json", tmp_path / "junit.xml"
     env = dict(os.environ, DC_SESSION_REPORT=str(report))

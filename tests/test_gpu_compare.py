@@ -78,7 +78,8 @@ def test_the_table_has_a_row_for_each_result(tool, run_data):
 def test_committed_markdown_is_generated_from_the_committed_json(tool, run_data):
     committed = (RUN / "gpu-compare.md").read_text()
     assert committed == tool.render_markdown(run_data), (
-        "notes/gpu/compare/gpu-compare.md differs from what tools/gpu_compare.py generates from the JSON "
+        "notes/gpu/compare/gpu-compare.md differs from what tools/gpu_compare.py generates from "
+        "the JSON "
         "next to it (edited by hand, or the table code changed without the file)"
     )
 

@@ -249,7 +249,8 @@ def drift_errors(headers: Path = HEADERS, litmus: Path = LITMUS) -> list[str]:
                     loc, kind, order = mp_leave_order(headers)
                     if (ev["location"], ev["kind"], ev["order"]) != (loc, kind, order):
                         errors.append(
-                            f"{path.name}: gate.leave is {ev['kind']} {ev['order']} of {ev['location']}; "
+                            f"{path.name}: gate.leave is {ev['kind']} {ev['order']} of "
+                            f"{ev['location']}; "
                             f"queue.hpp does {kind} {order} of {loc}_"
                         )
                     continue
@@ -260,20 +261,23 @@ def drift_errors(headers: Path = HEADERS, litmus: Path = LITMUS) -> list[str]:
                 covered.add((pol, tag))
                 if ev["order"] != h["order"]:
                     errors.append(
-                        f"{path.name}: {tag} is {ev['order']}, {pol}::{h['member']} is {h['order']} "
+                        f"{path.name}: {tag} is {ev['order']}, {pol}::{h['member']} is "
+                        f"{h['order']} "
                         f"({h['where']})"
                     )
                 used = uses.get(h["member"], set())
                 if (ev["location"], ev["kind"]) not in used:
                     errors.append(
-                        f"{path.name}: {tag} is a {ev['kind']} of {ev['location']}; the headers use "
+                        f"{path.name}: {tag} is a {ev['kind']} of {ev['location']}; the headers "
+                        "use "
                         f"P::{h['member']} only in {sorted(used)}"
                     )
     for pol, tags in policies.items():
         for tag, h in tags.items():
             if (pol, tag) not in covered:
                 errors.append(
-                    f"{pol}::{h['member']} ({h['where']}, [litmus:{tag}]) appears in no litmus file "
+                    f"{pol}::{h['member']} ({h['where']}, [litmus:{tag}]) appears in no litmus "
+                    "file "
                     f"naming {pol}"
                 )
     return errors

@@ -61,7 +61,10 @@ pytestmark = [
     pytest.mark.tools,
     pytest.mark.skipif(
         shutil.which("spin") is None or shutil.which("gcc") is None,
-        reason="spin or gcc not installed (both are in the Debian unstable root: marker 'tools', env cp314-sid)",
+        reason=(
+            "spin or gcc not installed (both are in the Debian unstable root: marker 'tools', env "
+            "cp314-sid)"
+        ),
     ),
 ]
 

@@ -17,7 +17,6 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import wait_until
 
 SCRIPT = textwrap.dedent("""

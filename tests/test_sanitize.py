@@ -25,7 +25,8 @@ pytestmark = pytest.mark.sanitize
 REPO = Path(__file__).resolve().parent.parent
 SUITE_BOUND_S = 50  # the suite's wall-clock bound inside the script (timeout(1))
 SHORT = {
-    "DC_STRESS_ITEMS": "100000",  # per producer, 8 producers (50000 left the ring never full once in ~10 runs)
+    # Per producer, 8 producers (50000 left the ring never full once in ~10 runs).
+    "DC_STRESS_ITEMS": "100000",
     "DC_STRESS_DEADLINE_S": "20",
     "DC_HANDSHAKE_ROUNDS": "1000",
     "DC_HANDSHAKE_SECONDS": "5",

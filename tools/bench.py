@@ -106,7 +106,10 @@ def ensure_packages() -> None:
         return
     if os.geteuid() != 0:
         raise SystemExit(
-            f"[bench] missing Debian packages: {' '.join(missing)} (not root: install them with apt-get)"
+            (
+                f"[bench] missing Debian packages: {' '.join(missing)} (not root: install them "
+                "with apt-get)"
+            )
         )
     say(f"apt-get install {' '.join(missing)}")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
@@ -172,7 +175,10 @@ def run_core(binary: Path) -> dict:
     if shared.exists():
         out2 = OUT / "core-shared-line.json"
         say(
-            f"{shared}: the destructor and producer rows with head_, scheduled_ and the gate on one line"
+            (
+                f"{shared}: the destructor and producer rows with head_, scheduled_ and the gate "
+                "on one line"
+            )
         )
         subprocess.run(
             [
@@ -263,17 +269,27 @@ E2E_SCRIPT = r"""
 set -u
 out=build/bench/e2e/$DC_INTERPRETER_NAME
 mkdir -p "$out"
-$PY -m pip install -q --disable-pip-version-check -r tests/bench/requirements.txt >"$out/pip.log" 2>&1 \
+$PY -m pip install -q --disable-pip-version-check -r tests/bench/requirements.txt \
+  >"$out/pip.log" 2>&1 \
   || { echo "pip install failed: $(tail -3 "$out/pip.log")" >"$out/error.txt"; exit 3; }
-$PY -c 'import sys, json, platform; print(json.dumps({"version": sys.version.split()[0], "debug": hasattr(sys, "gettotalrefcount"), "compiler": platform.python_compiler()}))' >"$out/python.json"
+$PY -c 'import sys, json, platform; print(json.dumps({"version": sys.version.split()[0],
+  "debug": hasattr(sys, "gettotalrefcount"), "compiler": platform.python_compiler()}))' \
+  >"$out/python.json"
 for v in VARIANTS; do
-  got=$(DEFERRED_CLEANUP_VARIANT=$v $PY -c 'import deferred_cleanup as d; print(d.variant())' 2>"$out/$v.variant.err") || got=""
-  if [ "$got" != "$v" ]; then echo "not available in this build (variant() gave '${got}'): $(tail -1 "$out/$v.variant.err")" >"$out/$v.missing"; continue; fi
+  got=$(DEFERRED_CLEANUP_VARIANT=$v $PY -c 'import deferred_cleanup as d; print(d.variant())' \
+    2>"$out/$v.variant.err") || got=""
+  if [ "$got" != "$v" ]; then
+    echo "not available in this build (variant() gave '${got}'):" \
+      "$(tail -1 "$out/$v.variant.err")" >"$out/$v.missing"
+    continue
+  fi
   rm -f "$out/$v.pyperf.json"
-  DEFERRED_CLEANUP_VARIANT=$v $PY tests/bench/e2e_pyperf.py --quiet --inherit-environ DEFERRED_CLEANUP_VARIANT \
+  DEFERRED_CLEANUP_VARIANT=$v $PY tests/bench/e2e_pyperf.py --quiet \
+    --inherit-environ DEFERRED_CLEANUP_VARIANT \
     PYPERF_OPTS --payloads PAYLOADS -o "$out/$v.pyperf.json" >"$out/$v.pyperf.log" 2>&1 \
     || echo "pyperf failed: $(tail -3 "$out/$v.pyperf.log")" >"$out/$v.error"
-  DEFERRED_CLEANUP_VARIANT=$v $PY tests/bench/e2e.py counts --payloads PAYLOADS --big BIG >"$out/$v.counts.json" 2>"$out/$v.counts.err" \
+  DEFERRED_CLEANUP_VARIANT=$v $PY tests/bench/e2e.py counts --payloads PAYLOADS --big BIG \
+    >"$out/$v.counts.json" 2>"$out/$v.counts.err" \
     || echo "counts failed: $(tail -3 "$out/$v.counts.err")" >>"$out/$v.error"
 done
 """
@@ -709,7 +725,8 @@ def md_table(head: list[str], rows: list[list[str]]) -> str:
 def text_table(head: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows]
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [head, *rows]
     )
 
 
@@ -753,8 +770,8 @@ def report(data: dict) -> tuple[str, str]:
                 e2e_rows.append([name, v, "not in this build", "", "", "", "", "", ""])
                 continue
             pp, c = e.get("pyperf", {}), e.get("counts", {})
-            ms = lambda k: f"{pp[k]['median'] * 1e3:.1f}" if k in pp else "-"  # noqa: E731
-            cnt = lambda k: str(c[k]["pending_calls"]) if k in c else "-"  # noqa: E731
+            ms = lambda k, pp=pp: f"{pp[k]['median'] * 1e3:.1f}" if k in pp else "-"  # noqa: E731
+            cnt = lambda k, c=c: str(c[k]["pending_calls"]) if k in c else "-"  # noqa: E731
             entry = (
                 "starved"
                 if "burst_entry" not in pp and c.get("burst_entry", {}).get("starved")
@@ -774,8 +791,10 @@ def report(data: dict) -> tuple[str, str]:
                 ]
             )
     intro = (
-        f"Machine: {m['cpu']}, {m['cores']} cores ({m['shared']}); {m['os']}, kernel {m['kernel']}; "
-        f"{m['compiler']}; Google Benchmark {m['google_benchmark']}; commit {m['commit']}; {m['date_utc']}; "
+        f"Machine: {m['cpu']}, {m['cores']} cores ({m['shared']}); {m['os']}, kernel "
+        f"{m['kernel']}; "
+        f"{m['compiler']}; Google Benchmark {m['google_benchmark']}; commit {m['commit']}; "
+        f"{m['date_utc']}; "
         f"load average at the start {m['load_average']}."
     )
     md = "\n\n".join(

@@ -7,10 +7,10 @@ implementation in its own subprocess with a timeout, and writes one JSON file
 and a Markdown table generated from it::
 
     python3 tools/gpu_compare.py --out DIR \\
-        [--cuda-core LABEL=PATH ...]     # PATH '' or 'env': the interpreter's own cuda-core
-        [--ours VARIANT ...]             # DEFERRED_CLEANUP_VARIANT values (reference, cuda-core-1.2, seed)
+        [--cuda-core LABEL=PATH ...]  # PATH '' or 'env': the interpreter's own cuda-core
+        [--ours VARIANT ...]  # DEFERRED_CLEANUP_VARIANT values (reference, cuda-core-1.2, seed)
         [--scenarios A,B,C,D,E] [--budget-s 480] [--e-seconds 24]
-    python3 tools/gpu_compare.py --render DIR/gpu-compare.json   # the table again, from the JSON alone
+    python3 tools/gpu_compare.py --render DIR/gpu-compare.json  # the table, from the JSON alone
 
 ``DIR`` receives ``gpu-compare.json``, ``gpu-compare.md`` and ``logs/`` (one
 raw log per subprocess: its stdout and stderr).  Exit status: 0 when every
@@ -28,8 +28,9 @@ the shared library built from tools/pending_call_counter.c, each child also
 patches the ``Py_AddPendingCall`` slots of cuda-core's and our extension
 modules and so counts every pending call added, the thread that added it and
 every run of it; scenarios D and X then say how many releases happened inside
-such a run (``released_in_counted_call``).  On cuda-core a payload is a memset node's ``dst_owner`` (cuda-core
-keeps it in a CUDA user object); on ours it is ``Graph.attach(payload)``.
+such a run (``released_in_counted_call``).  On cuda-core a payload is a memset
+node's ``dst_owner`` (cuda-core keeps it in a CUDA user object); on ours it is
+``Graph.attach(payload)``.
 Both sides use the same spin kernel (``dc_spin``, PTX text below, spinning on
 ``%globaltimer``): cuda-core as a kernel node of a ``GraphDefinition``, ours
 through ``CudaDriver(spin_us=...)``.
@@ -257,10 +258,12 @@ class CudaCoreImpl:
         h[0] = h[1] = None
 
     def prop(self) -> None:
-        self.dev.arch  # a property of the Device object held since setup
+        _ = self.dev.arch  # a property of the Device object held since setup
 
     def api(self) -> None:
-        self.cc.Device().arch  # a cheap call: Device() for the current device, then the property
+        _ = (
+            self.cc.Device().arch
+        )  # a cheap call: Device() for the current device, then the property
 
     def entry(self) -> None:
         # create_graph_handle is one of the two callers of
@@ -314,7 +317,7 @@ class OursImpl:
         g.destroy()
 
     def prop(self) -> None:
-        self.driver(0).name  # a property read, not an entry point
+        _ = self.driver(0).name  # a property read, not an entry point
 
     def api(self) -> None:
         self.dc.poll()  # the cheapest entry point
@@ -743,7 +746,10 @@ def implementations(cuda_core: list[str], ours: list[str]) -> list[dict]:
         )
         if not ok:
             raise Unavailable(
-                f"no cuda-core to compare ({label or 'cuda-core'} at {path or 'the environment'}): {out}"
+                (
+                    f"no cuda-core to compare ({label or 'cuda-core'} at "
+                    f"{path or 'the environment'}): {out}"
+                )
             )
         version, bindings = out.split()[:2]
         impls.append(
@@ -1155,18 +1161,21 @@ def summary(scenario: str, fig: dict) -> str:
             s += "all of them before the last destroy returned"
         else:
             s += (
-                f"{g('released_before_last_destroy_returned')} before the last destroy returned, the last "
+                f"{g('released_before_last_destroy_returned')} before the last destroy returned, "
+                "the last "
                 f"{g('ms_last_destroy_to_last_release')} ms after it"
             )
         s += f"; {threads}"
         if "destructors_on_main" in fig:
             s += (
-                f"; ours: destructor threads {g('destructor_threads')}, destructors on the main thread "
+                f"; ours: destructor threads {g('destructor_threads')}, destructors on the main "
+                "thread "
                 f"{g('destructors_on_main')}"
             )
     elif scenario.startswith("B-"):
         s = (
-            f"released during the {g('loop_s')} s loop {g('released_during_loop')}/{g('payloads')}, after it "
+            f"released during the {g('loop_s')} s loop "
+            f"{g('released_during_loop')}/{g('payloads')}, after it "
             f"{g('released_after_loop')}"
         )
         if fig.get("released_after_loop"):
@@ -1174,19 +1183,24 @@ def summary(scenario: str, fig: dict) -> str:
         s += f"; {threads}"
     elif scenario == "C":
         s = (
-            f"ring took {g('ring_accepted')} calls; released while full {g('released_while_full')}, "
-            f"2 s after it drained (no entry call) {g('released_2s_after_ring_drained_no_entry')}, after one "
-            f"entry call {g('released_after_one_entry_call')}/{g('payloads')}; never {g('never_released')}"
+            f"ring took {g('ring_accepted')} calls; released while full "
+            f"{g('released_while_full')}, "
+            "2 s after it drained (no entry call) "
+            f"{g('released_2s_after_ring_drained_no_entry')}, after one "
+            f"entry call {g('released_after_one_entry_call')}/{g('payloads')}; never "
+            f"{g('never_released')}"
         )
     elif scenario == "D":
         s = (
-            f"exit status {g('exit_status')}{' (' + g('exit_signal') + ')' if fig.get('exit_signal') else ''}; "
+            "exit status "
+            f"{g('exit_status')}{' (' + g('exit_signal') + ')' if fig.get('exit_signal') else ''}; "
             f"released before exit {g('released_before_exit')}, during shutdown "
             f"{g('released_during_shutdown')}, leaked {g('leaked')} of {g('payloads')}"
         )
         if "calls_added" in fig:
             s += (
-                f"; Py_AddPendingCall from the module: {g('calls_added')} accepted, {g('calls_refused')} "
+                f"; Py_AddPendingCall from the module: {g('calls_added')} accepted, "
+                f"{g('calls_refused')} "
                 f"refused, {g('added_while_finalizing')} while finalizing, {g('calls_ran')} ran"
             )
         if isinstance(fig.get("stats_at_exit"), dict):
@@ -1197,19 +1211,25 @@ def summary(scenario: str, fig: dict) -> str:
         return s
     elif scenario == "X":
         s = (
-            f"released at exit {g('released_at_exit')}/{g('payloads')} over {g('runs')} runs (per run: "
+            f"released at exit {g('released_at_exit')}/{g('payloads')} over {g('runs')} runs (per "
+            "run: "
             f"{', '.join(_fmt(v) for v in fig.get('released_at_exit_per_run', []))}), "
             f"{g('released_at_exit_on_main')} of them on the main thread, the last "
-            f"{g('ms_last_line_to_last_exit_release_max')} ms after the last line at most; released before the "
-            f"last line {g('released_before_last_line')}; never released {g('never_released')}; the 8 "
+            f"{g('ms_last_line_to_last_exit_release_max')} ms after the last line at most; "
+            "released before the "
+            f"last line {g('released_before_last_line')}; never released {g('never_released')}; "
+            "the 8 "
             f"launches took {g('ms_launch_loop_max')} ms at most, launch to last line "
             f"{g('ms_launch_to_last_line_max')} ms at most"
         )
         if "calls_added" in fig:
             s += (
-                f"; Py_AddPendingCall from the module: {g('calls_added')} accepted ({g('added_on_main')} on the "
-                f"main thread, {g('added_off_main')} off it, {g('added_while_finalizing')} while finalizing), "
-                f"{g('calls_refused')} refused, {g('calls_ran')} ran; releases at exit inside a counted call "
+                f"; Py_AddPendingCall from the module: {g('calls_added')} accepted "
+                f"({g('added_on_main')} on the "
+                f"main thread, {g('added_off_main')} off it, {g('added_while_finalizing')} while "
+                "finalizing), "
+                f"{g('calls_refused')} refused, {g('calls_ran')} ran; releases at exit inside a "
+                "counted call "
                 f"{g('released_in_counted_call')}"
             )
         if isinstance(fig.get("stats_at_exit"), dict):
@@ -1220,8 +1240,10 @@ def summary(scenario: str, fig: dict) -> str:
         return s
     elif scenario == "E":
         s = (
-            f"{g('destructors')} destructors in {g('graphs')} graphs, {g('rounds')} rounds; lost wakeups "
-            f"{g('lost_wakeups')} ({g('lost_per_million')} per million); never released {g('never_released')}"
+            f"{g('destructors')} destructors in {g('graphs')} graphs, {g('rounds')} rounds; lost "
+            "wakeups "
+            f"{g('lost_wakeups')} ({g('lost_per_million')} per million); never released "
+            f"{g('never_released')}"
         )
     else:
         s = ", ".join(f"{k} {v}" for k, v in f.items())
@@ -1280,15 +1302,18 @@ def header_lines(data: dict) -> list[str]:
         for i in data["implementations"]
     )
     return [
-        f"- GPU: {gpu.get('name')} (driver API {gpu.get('driver_api_version')}; nvidia-smi: {gpu.get('nvidia_smi')})",
+        f"- GPU: {gpu.get('name')} (driver API {gpu.get('driver_api_version')}; nvidia-smi: "
+        f"{gpu.get('nvidia_smi')})",
         f"- Machine: {data['machine']['platform']}, {data['machine']['cpu_count']} CPUs",
         f"- Python: {py['implementation']} {py['version']}",
         f"- Implementations: {impls}",
-        f"- Our commit: {data['our_commit']}; run {data['started_utc']} to {data.get('finished_utc')}",
+        f"- Our commit: {data['our_commit']}; run {data['started_utc']} to "
+        f"{data.get('finished_utc')}",
     ] + (
         [
             f"- Provenance: measured at commit {data['provenance']['commit'][:12]}; sources "
-            f"{', '.join(data['provenance']['globs'])}, sha256 {data['provenance']['sources_sha256'][:16]}"
+            f"{', '.join(data['provenance']['globs'])}, sha256 "
+            f"{data['provenance']['sources_sha256'][:16]}"
         ]
         if data.get("provenance")
         else []

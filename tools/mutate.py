@@ -78,7 +78,8 @@ DEFAULT_ENV = "cp312-pyenv"  # the interpreter whose venv runs pytest for the li
 # The short C++ run: enough for the stress tests' own "did it test anything"
 # assertions, bounded so a hung mutant is a timeout, not a hang.
 CPP_ENV = {
-    "DC_STRESS_ITEMS": "100000",  # 50000 left the ring never full once in ~10 runs (a vacuity failure)
+    # 50000 left the ring never full once in ~10 runs (a vacuity failure).
+    "DC_STRESS_ITEMS": "100000",
     "DC_STRESS_DEADLINE_S": "20",
     "DC_HANDSHAKE_ROUNDS": "1000",
     "DC_HANDSHAKE_SECONDS": "5",
@@ -350,7 +351,7 @@ class Runner:
     def pytest_outcome(self, check, rc, xml, log, out) -> CheckResult:
         passed, failing = junit_failures(xml)
         if rc is None:
-            return CheckResult(check, "failed", failing + [f"timeout"], 0, str(log))
+            return CheckResult(check, "failed", failing + ["timeout"], 0, str(log))
         if rc == 0:
             if passed == 0:
                 return CheckResult(check, "error", [], 0, str(log), "pytest ran no test")
@@ -775,7 +776,8 @@ def universal(n: int, seed: int) -> int:
             invalid += 1
     say(
         f"universalmutator: {len(pool)} mutants of {len(UNIVERSAL_HEADERS)} headers; drew "
-        f"{len(sample) + invalid + comment_only} at random (seed {seed}): {comment_only} change only a comment, "
+        f"{len(sample) + invalid + comment_only} at random (seed {seed}): {comment_only} change "
+        "only a comment, "
         f"{invalid} do not compile, {len(sample)} to run"
     )
     runner = Runner(fast=True)
@@ -789,9 +791,9 @@ def universal(n: int, seed: int) -> int:
         before = (source / rel).read_text().splitlines()
         after = path.read_text().splitlines()
         change = " / ".join(
-            l[1:].strip()
-            for l in difflib.unified_diff(before, after, lineterm="", n=0)
-            if l[:1] in "+-" and not l.startswith(("+++", "---"))
+            line[1:].strip()
+            for line in difflib.unified_diff(before, after, lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
         )
         tree = make_scratch("_universal", source)
         shutil.copy2(path, tree / rel)
@@ -823,10 +825,12 @@ def universal(n: int, seed: int) -> int:
         f" ({100 * len(killed) / len(valid):.0f} %)" if valid else ""
     )
     lines = [
-        f"# universalmutator sample (report only)",
+        "# universalmutator sample (report only)",
         "",
-        f"{UNIVERSALMUTATOR}, C++ rules, on {', '.join(UNIVERSAL_HEADERS)}: {len(pool)} mutants.  Drawn at "
-        f"random (seed {seed}) until {len(sample)} changed code and passed a syntax check ({comment_only} drawn "
+        f"{UNIVERSALMUTATOR}, C++ rules, on {', '.join(UNIVERSAL_HEADERS)}: {len(pool)} mutants.  "
+        "Drawn at "
+        f"random (seed {seed}) until {len(sample)} changed code and passed a syntax check "
+        f"({comment_only} drawn "
         f"changed only a comment, {invalid} did not compile); "
         f"each against tests/cpp under ASan+UBSan, stopping at the first failing test.  {score}; "
         f"{len(rows) - len(valid)} more did not build.  "
@@ -838,7 +842,10 @@ def universal(n: int, seed: int) -> int:
     esc = lambda x: str(x).replace("|", "\\|")  # noqa: E731
     for r in rows:
         lines.append(
-            f"| {r['header']} | {r['mutant']} | `{esc(r['change'])}` | {r['status']} | {esc(r['killed_by'])} |"
+            (
+                f"| {r['header']} | {r['mutant']} | `{esc(r['change'])}` | {r['status']} | "
+                f"{esc(r['killed_by'])} |"
+            )
         )
     (OUT / "universal.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
@@ -937,7 +944,8 @@ def main() -> int:
     }
     for r in control_results:
         say(
-            f"  control {r.check}: {r.outcome} ({r.seconds:.0f} s){' ' + ', '.join(r.failing) if r.failing else ''}"
+            f"  control {r.check}: {r.outcome} ({r.seconds:.0f} "
+            f"s){' ' + ', '.join(r.failing) if r.failing else ''}"
             f"{' ' + r.detail if r.detail else ''}"
         )
     if not a.keep:
@@ -984,7 +992,10 @@ def main() -> int:
         )
         rows.append(row)
         say(
-            f"  {status}{' (' + why + ')' if why else ''}: {row['killed_by']} ({row['seconds']:.0f} s)"
+            (
+                f"  {status}{' (' + why + ')' if why else ''}: {row['killed_by']} "
+                f"({row['seconds']:.0f} s)"
+            )
         )
         if not a.keep:
             shutil.rmtree(tree, ignore_errors=True)

@@ -68,7 +68,8 @@ def provenance_line(data: dict) -> str:
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     changed = mod.changed(st, REPO)
     text = (
-        f"* **Provenance**: measured at commit ``{st['commit'][:12]}``{' (uncommitted changes)' if st['dirty'] else ''}; "
+        "* **Provenance**: measured at commit "
+        f"``{st['commit'][:12]}``{' (uncommitted changes)' if st['dirty'] else ''}; "
         f"sources ``{'``, ``'.join(st['globs'])}``, sha256 ``{st['sources_sha256'][:16]}``. "
     )
     text += (
@@ -151,12 +152,16 @@ class BenchMachine(_BenchDirective):
             else:
                 interps.append(f"{name} (missing: {r.get('missing', '?')})")
         text = [
-            f"* **Machine**: {m['cpu']}, {m['cores']} cores; {m['os']}, Linux {m['kernel']}; {m['shared']}; "
+            f"* **Machine**: {m['cpu']}, {m['cores']} cores; {m['os']}, Linux {m['kernel']}; "
+            f"{m['shared']}; "
             f"load average (1, 5, 15 minutes) when the C++ rows were taken: "
             f"{', '.join(str(x) for x in m['load_average'] or ['not recorded'])}.",
-            f"* **Compiler**: {m['compiler']}, ``-O3`` (CMake Release); Google Benchmark {m['google_benchmark']} "
-            "(Debian's ``libbenchmark-dev``, which warns that the library was built as DEBUG: that concerns "
-            "its compiled functions, such as pausing the timer, not the timed loops, which are inline and "
+            f"* **Compiler**: {m['compiler']}, ``-O3`` (CMake Release); Google Benchmark "
+            f"{m['google_benchmark']} "
+            "(Debian's ``libbenchmark-dev``, which warns that the library was built as DEBUG: "
+            "that concerns "
+            "its compiled functions, such as pausing the timer, not the timed loops, which are "
+            "inline and "
             "built with ``-O3`` here).",
             f"* **Interpreters**: {'; '.join(interps) if interps else 'none (C++ only)'}.",
             f"* **Run**: {m['date_utc']}, commit ``{m['commit']}``.",
@@ -201,7 +206,7 @@ class BenchCore(_BenchDirective):
             "40 12 12 36",
         )
         # list_table escapes backquotes; literal names read better
-        return [l.replace(r"\`\`", "``") for l in out]
+        return [line.replace(r"\`\`", "``") for line in out]
 
 
 class BenchE2E(_BenchDirective):
@@ -217,10 +222,10 @@ class BenchE2E(_BenchDirective):
                     continue
                 pp, c = e.get("pyperf", {}), e.get("counts", {})
 
-                def ms(k):
+                def ms(k, pp=pp):
                     return f"{pp[k]['median'] * 1e3:.1f}" if k in pp else "—"
 
-                def calls(k):
+                def calls(k, c=c):
                     if k not in c:
                         return "—"
                     return ("starved" if c[k].get("starved") else "") + f" {c[k]['pending_calls']}"
@@ -388,7 +393,10 @@ def _plot(name: str, data: dict) -> Path:
         ax.set_xticks([1, 2, 4, 8, 12, 16], ["1", "2", "4", "8", "12", "16"])
         ax.axvline(data["machine"]["cores"], color="grey", linestyle=":", linewidth=1)
         ax.set_xlabel(
-            f"producer threads (dotted: {data['machine']['cores']} cores; beyond it, contention only)"
+            (
+                f"producer threads (dotted: {data['machine']['cores']} cores; beyond it, "
+                "contention only)"
+            )
         )
         ax.set_ylabel("M items/s (wall clock)")
         ax.set_title("Producers pushing into one queue, a pending call outstanding")

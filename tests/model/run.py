@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -81,7 +80,10 @@ CHECKS: list[Check] = [
     Check(
         "safety_n2_k2_lost1_nr",
         _base(2, 2, 1) + _NR,
-        why="with room for two of our calls: at most two outstanding unless the main thread re-armed",
+        why=(
+            "with room for two of our calls: at most two outstanding unless the main thread "
+            "re-armed"
+        ),
     ),
     Check(
         "safety_n2_k2_lost2_nr", _base(2, 2, 2) + _NR, why="safety holds whatever the host loses"
@@ -95,7 +97,10 @@ CHECKS: list[Check] = [
         "liveness_n2_k1_norearm_nr",
         _base(2, 1) + ("LIVENESS", "NO_REARM") + _NR,
         liveness=True,
-        why="no lost call and no re-arm: the fast path, refusals and clear-then-take never strand an item",
+        why=(
+            "no lost call and no re-arm: the fast path, refusals and clear-then-take never strand "
+            "an item"
+        ),
     ),
     Check(
         "liveness_lost1_nr",
@@ -107,19 +112,28 @@ CHECKS: list[Check] = [
         "liveness_n2_norefusal_lost1",
         _base(2, 3, 1) + _LIVE,
         liveness=True,
-        why="with the retrier, re-arms and one lost call or none, no refusal: every queued item is drained",
+        why=(
+            "with the retrier, re-arms and one lost call or none, no refusal: every queued item "
+            "is drained"
+        ),
     ),
     Check(
         "liveness_refusal_nr",
         _base(2, 1) + ("LIVENESS",) + _NR,
         liveness=True,
-        why="refusals (a ring of one shared with a foreign caller): re-arms, refused re-arms, give-backs",
+        why=(
+            "refusals (a ring of one shared with a foreign caller): re-arms, refused re-arms, "
+            "give-backs"
+        ),
     ),
     Check(
         "liveness_lost_apart_nr",
         _base(2, 3, 2) + _LIVE + ("LOST_APART", "NO_MAIN_REARM") + _NR,
         liveness=True,
-        why="two lost calls, not in a row, without the main thread's re-arm: the rule within the bound recovers",
+        why=(
+            "two lost calls, not in a row, without the main thread's re-arm: the rule within the "
+            "bound recovers"
+        ),
     ),
     Check(
         "liveness_lost2_nr",
@@ -190,7 +204,10 @@ CHECKS: list[Check] = [
         _base(2, 3, 2) + _LIVE + ("NO_MAIN_REARM",) + _NR,
         liveness=True,
         expect_error=True,
-        why="without the main thread's re-arm: the first call and its re-armed call both lost, nothing recovers",
+        why=(
+            "without the main thread's re-arm: the first call and its re-armed call both lost, "
+            "nothing recovers"
+        ),
     ),
     # The two defects of the rule before the fixes, found with the retrier.
     Check(
@@ -198,14 +215,20 @@ CHECKS: list[Check] = [
         _base(2, 3, 1) + _LIVE + ("RECORDS_FIRST", "NO_MAIN_REARM"),
         liveness=True,
         expect_error=True,
-        why="call_ran reads the records before it takes the claim back: a re-arm overtakes the running call",
+        why=(
+            "call_ran reads the records before it takes the claim back: a re-arm overtakes the "
+            "running call"
+        ),
     ),
     Check(
         "drop_clock",
         _base(2, 3, 2) + _LIVE + ("DROP_CLOCK",),
         liveness=True,
         expect_error=True,
-        why="a look that takes the stale claim and may not re-arm drops its clock: never stale again",
+        why=(
+            "a look that takes the stale claim and may not re-arm drops its clock: never stale "
+            "again"
+        ),
     ),
 ]
 WITNESSES = {
@@ -363,7 +386,8 @@ def main(argv=None) -> int:
         ok = (r["errors"] or 0) > 0 if c.expect_error else r["errors"] == 0
         bad += not ok
         print(
-            f"{'ok ' if ok else 'BAD'} {c.name:22} errors={r['errors']} states={r['states_stored']} "
+            f"{'ok ' if ok else 'BAD'} {c.name:22} errors={r['errors']} "
+            f"states={r['states_stored']} "
             f"depth={r['depth']} time={r['wall_s']}s {r['assertion'] or ''}",
             flush=True,
         )

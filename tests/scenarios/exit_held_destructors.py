@@ -18,7 +18,7 @@ dc.configure(exit_wait_s=wait_s)
 driver = dc.SimulatedDriver()
 held = driver.create_graph()
 alive = driver.create_graph()
-for i in range(n):
+for _ in range(n):
     held.attach(object())
     alive.attach(object())
 driver.set_hold(True)

@@ -44,6 +44,6 @@ atexit.register(handler("after-import"))
 driver = dc.SimulatedDriver()
 for name in ("before-import", "finalize-before-import", "after-import"):
     g = driver.create_graph()
-    for i in range(3):
+    for _ in range(3):
         g.attach(name, lambda n: log("cleaned:" + n))
     graphs[name] = g

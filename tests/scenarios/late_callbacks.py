@@ -17,7 +17,7 @@ n, threads = int(sys.argv[1]), int(sys.argv[2])
 dc.configure(exit_wait_s=0.3)
 driver = dc.SimulatedDriver()
 g = driver.create_graph()
-for i in range(n):
+for _ in range(n):
     g.attach(object())
 driver.set_hold(True)
 g.destroy()
