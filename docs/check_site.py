@@ -160,7 +160,7 @@ def check_links(html_dir: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------ private citations
-# "issue 3", "issues 2 and 3", "the issue": this project's own tracker, which
+# "issue" or "issues" followed by a number, or "the issue": this project's own tracker, which
 # no reader can open.  A public issue is cited with its tracker's form instead (gh-N, bpo-N,
 # cuda-python issue #N), which this pattern does not match.
 PRIVATE_ISSUE = re.compile(
