@@ -27,7 +27,7 @@ DOCS = REPO / "docs"
 HTML = REPO / "build" / "docs" / "html"
 WARNINGS = REPO / "build" / "docs" / "warnings.log"
 HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
-COMPONENTS = ["item", "queue", "callback", "scheduling", "drain", "shutdown"]
+COMPONENTS = ["item", "host", "queue", "callback", "scheduling", "drain", "shutdown"]
 BUILD_TIMEOUT_S = 1500  # the probe on every interpreter may run first
 
 sys.path[:0] = [str(DOCS), str(DOCS / "_ext")]  # check_site, dc_probe_table

@@ -460,7 +460,7 @@ class Rearm : public ::testing::Test {
   void SetUp() override {
     dc_test::reset_host(32, 0, 1);
     dc_test::set_main_thread();
-    q_.set_stale_bound_ns(kBound);
+    q_.settings.stale_claim_ns.store(kBound);
     // Items whose address makes the producer look at the claim's age (about
     // one in 16, callback.hpp): the real sampling function picks them.
     for (std::size_t i = 0; i < pool_.items.size(); ++i) {

@@ -253,4 +253,52 @@ EntryAction drain_at_entry(BasicQueue<P>& q) noexcept {
 }
 // [end-doc:entry]
 
+/// What drain_now() did.
+///
+/// Thread: returned to the caller of drain_now().
+/// Memory ordering: n/a (a value).  Errors: n/a.
+/// Source: this project (deferred_cleanup.drain_now).
+enum class DrainNowStatus : std::uint8_t {
+  drained,          ///< drained (possibly nothing); `cleaned` says how much
+  not_main_thread,  ///< refused: cleanups run on the main thread only
+  host_dead,        ///< refused: the host is dead, nothing is drained any more
+  nested,           ///< called from a cleanup inside a drain: the outer drain takes the items
+};
+
+/// The outcome of drain_now(): its status and the cleanups it ran.
+///
+/// Thread: returned to the caller.  Memory ordering: n/a.  Errors: n/a.
+/// Source: this project.
+struct DrainNowResult {
+  DrainNowStatus status = DrainNowStatus::drained;  ///< what happened
+  std::size_t cleaned = 0;                          ///< cleanups run (drained only)
+};
+
+/// An explicit drain requested by the program (deferred_cleanup.drain_now):
+/// run every queued cleanup now, on the main thread.  Does not touch
+/// scheduled_ (as drain_all(), a direct drain).
+///
+/// Thread: the main thread only (else not_main_thread, nothing done).  Blocks
+/// as long as the cleanups do.
+/// Memory ordering: each take_all() is P::take; host_alive() is acquire.
+/// Errors: none thrown; refusals are reported in the status (the CPython host
+/// raises NotMainThreadError or ShutdownError for them).
+/// Source: this project; gh-95820 (why a program may want to drain itself).
+/// @param q the queue
+/// @return the status and the number of cleanups run
+template <class P>
+DrainNowResult drain_now(BasicQueue<P>& q) noexcept {
+  if (!q.host().is_main_thread()) {
+    return {DrainNowStatus::not_main_thread, 0};
+  }
+  if (!q.host_alive()) {
+    return {DrainNowStatus::host_dead, 0};
+  }
+  if (q.draining()) {
+    return {DrainNowStatus::nested, 0};
+  }
+  q.stats.direct_drains.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  return {DrainNowStatus::drained, drain_all(q)};
+}
+
 }  // namespace deferred_cleanup

@@ -55,39 +55,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "deferred_cleanup/host.hpp"
 #include "deferred_cleanup/item.hpp"
 #include "deferred_cleanup/policy.hpp"
 
 namespace deferred_cleanup {
-
-struct Host;  // scheduling.hpp: how the queue reaches its host (CPython or a fake)
-
-/// Relaxed statistics counters.  Every counter is incremented with
-/// std::memory_order_relaxed: they order nothing and are read as a snapshot.
-/// None is touched on the producer's fast path.
-///
-/// Thread: any thread increments; any thread reads.
-/// Memory ordering: relaxed; a snapshot may mix values from different moments.
-/// Errors: none.
-/// Source: this project (docs: "Troubleshooting" reads them).
-struct Stats {
-  std::atomic<std::uint64_t> created{0};             ///< items allocated (user objects attempted)
-  std::atomic<std::uint64_t> cleaned{0};             ///< cleanups run (drains + direct cleanups)
-  std::atomic<std::uint64_t> direct_cleanups{0};     ///< cleanups of never-created user objects
-  std::atomic<std::uint64_t> schedule_attempts{0};   ///< host add_pending_call calls made
-  std::atomic<std::uint64_t> schedule_failures{0};   ///< of those, refused (returned -1)
-  std::atomic<std::uint64_t> pending_calls{0};       ///< of those, accepted (returned 0)
-  std::atomic<std::uint64_t> drain_cycles{0};        ///< pending calls that ran a drain
-  std::atomic<std::uint64_t> pending_calls_ignored{0};  ///< pending calls that found the host dead
-  std::atomic<std::uint64_t> direct_drains{0};       ///< drains run directly at an entry point
-  std::atomic<std::uint64_t> retries{0};             ///< scheduling retries from entry points
-  std::atomic<std::uint64_t> rearms{0};              ///< stale claims re-armed (extra pending call)
-  std::atomic<std::uint64_t> main_rearms{0};  ///< of those, by the main thread past the bound
-  std::atomic<std::uint64_t> leaked_at_shutdown{0};  ///< items left in the queue at the backstop
-  std::atomic<std::uint64_t> leaked_finalizing{0};   ///< drains skipped: host finalizing (leak)
-  std::atomic<std::uint64_t> gate_timeouts{0};       ///< shutdown gave up waiting for the gate
-  std::atomic<std::uint64_t> forks{0};               ///< at-fork resets in a child
-};
 
 template <class P>
 class BasicQueue;
@@ -725,27 +697,6 @@ class BasicQueue {
     return claimed_at_ns_.compare_exchange_strong(seen, 0, std::memory_order_relaxed);
   }
 
-  /// How old a claim must be before it may be re-armed (nanoseconds).
-  ///
-  /// Thread: any.  Memory ordering: relaxed (a setting).  Errors: none.
-  /// Source: this project (deferred_cleanup.configure(stale_claim_s=...)).
-  /// @return the bound in nanoseconds
-  std::int64_t stale_bound_ns() const noexcept {
-    // A setting.
-    return stale_bound_ns_.load(std::memory_order_relaxed);
-  }
-
-  /// Set the stale-claim bound (nanoseconds, > 0).
-  ///
-  /// Thread: any (the main thread in the CPython host).
-  /// Memory ordering: relaxed (a setting).  Errors: none.
-  /// Source: this project.
-  /// @param ns the new bound
-  void set_stale_bound_ns(std::int64_t ns) noexcept {
-    // A setting.
-    stale_bound_ns_.store(ns, std::memory_order_relaxed);
-  }
-
   /// Re-entrancy flag of the drain.  A cleanup can run Python code, which can
   /// run a pending call or an entry point that tries to drain again; the
   /// nested drain returns at once and the outer loop takes the new items.
@@ -813,8 +764,10 @@ class BasicQueue {
     return n;
   }
 
-  /// Statistics counters (relaxed; snapshot only).
+  /// Statistics counters (relaxed; snapshot only; host.hpp).
   Stats stats;
+  /// The host's settings (configure(); relaxed; host.hpp).
+  Settings settings;
 
  private:
   const Host* const host_;
@@ -846,8 +799,6 @@ class BasicQueue {
   std::atomic<std::uint64_t> main_seq_{0};
   /// Host clock at the current claim, 0 for none (re-arm heuristic).
   std::atomic<std::int64_t> claimed_at_ns_{0};
-  /// Re-arm a claim older than this (nanoseconds); default one second.
-  std::atomic<std::int64_t> stale_bound_ns_{1'000'000'000};
   /// A drain runs on the main thread (re-entrancy guard).
   bool draining_ = false;
 };

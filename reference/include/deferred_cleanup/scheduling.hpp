@@ -67,8 +67,9 @@
 // between the check and Py_AddPendingCall (docs/design/shutdown).
 //
 // The host.  The core never includes Python.h.  Everything it needs from the
-// embedding runtime is in `Host`, a struct of plain function pointers.  The
-// CPython host lives in reference/src/host.cpp; tests/cpp has a fake.
+// embedding runtime is in `Host` (host.hpp), a struct of plain function
+// pointers.  The CPython host lives in reference/src/host.cpp; tests/cpp has a
+// fake.
 #pragma once
 
 #include <cstdint>
@@ -76,50 +77,6 @@
 #include "deferred_cleanup/queue.hpp"
 
 namespace deferred_cleanup {
-
-/// Signature of a pending-call function: CPython's `int (*)(void*)`.
-///
-/// Thread: such a function runs on the main thread, called by the host.
-/// Memory ordering: n/a (a type).  Errors: returns 0, or -1 with an
-/// exception set (CPython then raises it in the interrupted code).
-/// Source: Py_AddPendingCall, Include/ceval.h (v3.10.0 ... v3.14.0).
-using PendingCallFn = int (*)(void* arg);
-
-// [doc:host]
-/// What the core needs from the embedding runtime.
-///
-/// Thread: add_pending_call, in_gate, now_ns and finalizing are called from
-/// producer threads that hold no Python thread state (and from the main
-/// thread); is_main_thread and after_drain from the main thread.
-/// add_pending_call may block briefly on the host's own lock (CPython's
-/// pending-call mutex) and must not call back into the core.
-/// Memory ordering: the host's own; the core relies only on "fn(arg) runs on
-/// the main thread after add_pending_call returned 0, unless the host loses
-/// it" (the re-arm rule covers a lost call).
-/// Errors: add_pending_call returns -1 when it refuses; nothing throws.
-/// Source: Py_AddPendingCall, Python/ceval_gil.c (v3.12.0, v3.13.0),
-/// documented in Doc/c-api/init.rst.
-struct Host {
-  /// Schedule fn(arg) on the main thread (Py_AddPendingCall).  Thread: any,
-  /// no thread state needed.  Returns 0 on success, -1 when refused.
-  int (*add_pending_call)(PendingCallFn fn, void* arg) = nullptr;
-  /// Whether the caller is the thread that runs drains.  Thread: any.
-  bool (*is_main_thread)() = nullptr;
-  /// Optional test hook between the last check and add_pending_call (may be
-  /// nullptr).  Thread: the producer; may sleep.  Argument: the queue.
-  void (*in_gate)(const void* queue) = nullptr;
-  /// A monotonic clock in nanoseconds, for the re-arm rule (may be nullptr:
-  /// then no claim ever looks stale).  Thread: any; must not block.
-  std::int64_t (*now_ns)() = nullptr;
-  /// Whether the host interpreter is finalizing or not initialized (may be
-  /// nullptr: never).  Only the comparison variants ask.  Thread: any.
-  bool (*finalizing)() = nullptr;
-  /// Optional: called by pending_call after a drain; returns what the
-  /// pending call returns (0, or -1 with an exception set to deliver a
-  /// KeyboardInterrupt or SystemExit that a cleanup raised).  Thread: main.
-  int (*after_drain)() = nullptr;
-};
-// [end-doc:host]
 
 /// Outcome of one scheduling attempt.
 ///
@@ -281,7 +238,7 @@ ScheduleResult rearm_if_stale(BasicQueue<P>& q, bool main_entry = false) noexcep
     return ScheduleResult::already_scheduled;
   }
   const std::int64_t now = host.now_ns();
-  if (now - seen < q.stale_bound_ns()) {
+  if (now - seen < q.settings.stale_claim_ns.load(std::memory_order_relaxed)) {  // a setting
     return ScheduleResult::already_scheduled;
   }
   if (q.superseded() != 0 && (!main_entry || q.main_rearmed() != 0)) {

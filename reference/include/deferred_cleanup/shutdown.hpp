@@ -16,7 +16,7 @@
 // interpreter is still fully alive: during the Python `atexit` phase, which
 // CPython runs before it sets its finalizing flag (Python/pylifecycle.c,
 // Py_FinalizeEx, v3.12.0: _PyAtExit_Call comes before
-// _PyRuntimeState_SetFinalizing).  The CPython host (reference/src/host.cpp)
+// _PyRuntimeState_SetFinalizing).  The CPython host (reference/src/exit.cpp)
 // runs the sequence below from an exit hook, and keeps draining on the main
 // thread until finalization begins:
 //

@@ -342,7 +342,7 @@ def _register_exit_hook(sequence) -> None:
     run each handler twice.  The sequence is registered at import, as a
     plain handler; handlers registered before the import run after it, and a
     graph they destroy gets the sequence's wait again at its destroy
-    (``release_after_exit`` in reference/src/host.cpp).  The same plain
+    (``release_after_exit`` in reference/src/exit.cpp).  The same plain
     registration is used where ``threading._register_atexit`` is missing.
 
     Args:
