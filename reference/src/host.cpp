@@ -395,7 +395,7 @@ py::dict counters() {
     using P = typename std::remove_reference_t<decltype(q)>::Policy;
     if constexpr (P::gate) {
       d["in_flight"] = q.in_flight();
-      d["calls_outstanding"] = q.calls_outstanding();
+      d["calls_outstanding"] = calls_outstanding(q);
     } else {
       d["in_flight"] = 0;
       d["calls_outstanding"] = 0;

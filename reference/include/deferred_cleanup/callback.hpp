@@ -35,12 +35,13 @@
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/item.hpp"
 #include "deferred_cleanup/queue.hpp"
+#include "deferred_cleanup/rearm.hpp"
 #include "deferred_cleanup/scheduling.hpp"
 
 namespace deferred_cleanup {
 
 /// Whether this fast-path hit should look at the age of the outstanding
-/// claim (scheduling.hpp, re-arming): about one item in 16, chosen by a
+/// claim (rearm.hpp): about one item in 16, chosen by a
 /// multiplicative (Fibonacci) hash of the item's address.  No counter and no
 /// thread_local: a shared counter would add an RMW to the fast path, and a
 /// thread_local in a dlopen'ed module may allocate on first use in a thread
@@ -82,7 +83,7 @@ ScheduleResult on_user_object_destroyed(BasicQueue<P>& q, DeferredCleanupItem* i
     if (q.check_scheduled()) {  // step 2, fast path: a call is claimed (wakeup.check)
       if constexpr (P::rearm) {
         if (sample_stale_check(item)) {
-          return rearm_if_stale(q);
+          return rearm_if_stale(q);  // re-arming: now and then, is the claim stale?
         }
       }
       return ScheduleResult::already_scheduled;
