@@ -121,7 +121,8 @@ struct ReferencePolicy {
   /// Main-thread entry points drain directly (gh-95820).
   static constexpr bool direct_drain = true;
   /// A claim whose pending call has not run within the stale bound may be
-  /// re-armed (at most two pending calls outstanding).
+  /// re-armed (rearm.hpp; at most kMaxCallsOutstanding, three, of the
+  /// queue's pending calls outstanding).
   static constexpr bool rearm = true;
   /// schedule() asks the host whether it is finalizing (cuda-core 1.2.0).
   static constexpr bool schedule_checks_finalizing = false;

@@ -284,11 +284,10 @@ def configure(exit_wait_s: float | None = None, stale_claim_s: float | None = No
             work that holds the last reference.  ``None`` keeps the current
             value.
         stale_claim_s (float | None): seconds after which a claimed pending
-            call that has not run may be re-armed (a second pending call is
-            added; at most two are ever outstanding, three when the main
-            thread re-arms past the bound after two lost calls; default
-            1.0).  ``None``
-            keeps the current value.
+            call that has not run may be re-armed (one more pending call is
+            added; at most three of the queue's calls are ever outstanding,
+            the third only when the main thread re-arms past the bound after
+            two lost calls; default 1.0).  ``None`` keeps the current value.
 
     Returns:
         None.
