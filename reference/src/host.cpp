@@ -424,24 +424,30 @@ std::size_t drain_now() {
 
 namespace {
 
+/// The queue's settings (host.hpp, Settings): where configure() writes and
+/// settings() reads, in every variant.
+Settings& the_settings() {
+  return with_queue([](auto& q) -> Settings& { return q.settings; });
+}
+
 void configure(py::object exit_wait_s, py::object stale_claim_s) {
+  Settings& s = the_settings();
   if (!exit_wait_s.is_none()) {
     const auto ns = checked_timeout(exit_wait_s.cast<double>(), "configure(exit_wait_s)");
-    with_queue([&ns](auto& q) { q.settings.exit_wait_ns.store(ns.count(), std::memory_order_relaxed); });
+    s.exit_wait_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
   if (!stale_claim_s.is_none()) {
     const auto ns = checked_timeout(stale_claim_s.cast<double>(), "configure(stale_claim_s)");
     if (ns.count() <= 0) throw py::value_error("configure(stale_claim_s): must be > 0 seconds");
-    with_queue([&ns](auto& q) { q.settings.stale_claim_ns.store(ns.count(), std::memory_order_relaxed); });
+    s.stale_claim_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
 }
 
 py::dict settings() {
+  const Settings& s = the_settings();
   py::dict d;
-  with_queue([&d](auto& q) {
-    d["exit_wait_s"] = q.settings.exit_wait_ns.load(std::memory_order_relaxed) / 1e9;      // a setting
-    d["stale_claim_s"] = q.settings.stale_claim_ns.load(std::memory_order_relaxed) / 1e9;  // a setting
-  });
+  d["exit_wait_s"] = s.exit_wait_ns.load(std::memory_order_relaxed) / 1e9;      // a setting
+  d["stale_claim_s"] = s.stale_claim_ns.load(std::memory_order_relaxed) / 1e9;  // a setting
   return d;
 }
 

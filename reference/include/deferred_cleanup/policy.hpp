@@ -134,7 +134,7 @@ struct ReferencePolicy {
   static constexpr bool close_at_py_atexit = false;
 };
 
-/// The seed: the PR #2371 text (acquire/release; see the essay above).
+/// The seed: the PR #2371 text (acquire/release; policy.hpp's essay).
 ///
 /// Thread: a type of constants.  Memory ordering: the constants below.
 /// Errors: n/a.
@@ -181,7 +181,7 @@ struct SeedPolicy {
   static constexpr bool close_at_py_atexit = true;  ///< a Py_AtExit callback stops accepting_
 };
 
-/// cuda-core 1.2.0 as shipped (see the essay above).
+/// cuda-core 1.2.0 as shipped (policy.hpp's essay).
 ///
 /// Thread: a type of constants.  Memory ordering: the constants below.
 /// Errors: n/a.

@@ -117,7 +117,7 @@ namespace deferred_cleanup {
 /// blocks: every operation is one atomic instruction or a CAS loop that
 /// retries only when another thread won.
 /// Memory ordering: each member names its order (a constant of `P`) and what
-/// it synchronizes with; the essay above gives the two handshakes.
+/// it synchronizes with; queue.hpp's essay gives the two handshakes.
 /// Errors: none; no operation can fail.
 /// Source: cuda-python PR #2371 (queue shape); Treiber, "Systems Programming:
 /// Coping with Parallelism" (IBM RJ 5118, 1986) for the CAS stack.

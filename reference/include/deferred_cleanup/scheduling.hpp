@@ -63,7 +63,7 @@ enum class ScheduleResult : std::uint8_t {
 };
 
 /// The pending-call function of policy P, defined in drain.hpp: declared
-/// here to close the scheduling <-> drain loop (see the essay).
+/// here to close the scheduling <-> drain loop (see scheduling.hpp's essay, "The one loop").
 template <class P>
 int pending_call(void* arg) noexcept;
 

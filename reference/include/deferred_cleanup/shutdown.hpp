@@ -86,7 +86,7 @@ namespace deferred_cleanup {
 /// Default bound of the gate wait in shutdown_at_exit().
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
-/// Source: this project (see the essay: not reached in practice).
+/// Source: this project (shutdown.hpp's essay: not reached in practice).
 inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
 
 /// What the reference shutdown sequence did.
