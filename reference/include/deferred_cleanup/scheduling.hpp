@@ -62,8 +62,9 @@ enum class ScheduleResult : std::uint8_t {
   rearmed,            ///< a stale claim was re-armed: one more call was added
 };
 
-/// The pending-call function of policy P, defined in drain.hpp: declared
-/// here to close the scheduling <-> drain loop (see scheduling.hpp's essay, "The one loop").
+// The pending-call function of policy P, defined (and documented) in
+// drain.hpp: declared here to close the scheduling <-> drain loop (see this
+// file's essay, "The one loop").
 template <class P>
 int pending_call(void* arg) noexcept;
 
