@@ -433,11 +433,13 @@ def resolve_header_links(app, env, node, contnode):
     Breathe does not make.  Send those links to the header's section of the
     C++ API page instead; any other unresolved reference stays unresolved."""
     m = re.fullmatch(r"(\w+)_8hpp(?:_source)?", node.get("reftarget", ""))
-    if node.get("reftype") != "ref" or m is None or not (HEADERS / f"{m[1]}.hpp").exists():
+    name = m[1].replace("__", "_") if m else ""  # Doxygen writes "_" in a file name as "__"
+    if node.get("reftype") != "ref" or m is None or not (HEADERS / f"{name}.hpp").exists():
         return None
     from sphinx.util.nodes import make_refnode
 
-    return make_refnode(app.builder, node["refdoc"], "api/cpp", f"{m[1]}-hpp", contnode)
+    # The section "rearm_state.hpp" of the C++ API page has the id "rearm-state-hpp".
+    return make_refnode(app.builder, node["refdoc"], "api/cpp", nodes.make_id(f"{name}.hpp"), contnode)
 
 
 # The labels of the contract paragraph every public declaration carries

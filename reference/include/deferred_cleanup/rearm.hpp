@@ -39,7 +39,8 @@
 //     clears both records, and the next enqueue schedules as usual.
 //
 // Hence at most three of the queue's calls are ever outstanding (two from
-// producers, one from the main thread; calls_outstanding() below), and any number
+// producers, one from the main thread: kMaxCallsOutstanding; calls_outstanding()
+// below), and any number
 // of consecutive lost calls from foreign threads is recovered at the next
 // main-thread entry point once the claim is stale.  A producer looks at the
 // claim's age on about one fast-path hit in 16, chosen by a hash of the item
