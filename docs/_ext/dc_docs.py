@@ -562,7 +562,8 @@ def include_graph_dot(xml_dir: Path) -> str:
     out = ["digraph includes {", "rankdir=BT; bgcolor=white; pad=0.15; nodesep=0.3; ranksep=0.4;",
            'node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontsize=12];',
            'edge [color="#5b6b7b", arrowsize=0.7];']
-    out += [f'"{n}" [href="../api/cpp.html#{n.replace(".", "-")}", target="_top"];' for n in sorted(names)]
+    # The section ids of the C++ API page ("rearm_state.hpp" -> "rearm-state-hpp").
+    out += [f'"{n}" [href="../api/cpp.html#{nodes.make_id(n)}", target="_top"];' for n in sorted(names)]
     out += [f'"{a}" -> "{b}";' for a, b in sorted(set(edges))]
     out.append("}")
     return "\n".join(out)
