@@ -3,7 +3,7 @@
 os.register_at_fork(after_in_child=...) resets, in the child, the queue's
 thread-bound state (main-thread identity, the drain flag unless the fork came
 from the draining thread itself, scheduled_, the gate, the pending-call
-count) and the simulated driver's threads (host.cpp, after_fork_child;
+count) and the simulated driver's threads (fork.cpp, after_fork_child;
 queue.hpp, reset_after_fork).  Each mode of tests/scenarios/fork_child.py
 forks in one of the states that used to leave the child unable to clean
 (draining stuck, the old main-thread identity, a producer counted in the

@@ -483,11 +483,13 @@ def resolve_header_links(app, env, node, contnode):
     Breathe does not make.  Send those links to the header's section of the
     C++ API page instead; any other unresolved reference stays unresolved."""
     m = re.fullmatch(r"(\w+)_8hpp(?:_source)?", node.get("reftarget", ""))
-    if node.get("reftype") != "ref" or m is None or not (HEADERS / f"{m[1]}.hpp").exists():
+    name = m[1].replace("__", "_") if m else ""  # Doxygen writes "_" in a file name as "__"
+    if node.get("reftype") != "ref" or m is None or not (HEADERS / f"{name}.hpp").exists():
         return None
     from sphinx.util.nodes import make_refnode
 
-    return make_refnode(app.builder, node["refdoc"], "api/cpp", f"{m[1]}-hpp", contnode)
+    # The section "rearm_state.hpp" of the C++ API page has the id "rearm-state-hpp".
+    return make_refnode(app.builder, node["refdoc"], "api/cpp", nodes.make_id(f"{name}.hpp"), contnode)
 
 
 # The labels of the contract paragraph every public declaration carries
@@ -659,7 +661,8 @@ def include_graph_dot(xml_dir: Path) -> str:
     out = ["digraph includes {", "rankdir=BT; bgcolor=white; pad=0.15; nodesep=0.3; ranksep=0.4;",
            'node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontsize=12];',
            'edge [color="#5b6b7b", arrowsize=0.7];']
-    out += [f'"{n}" [href="../api/cpp.html#{n.replace(".", "-")}", target="_top"];' for n in sorted(names)]
+    # The section ids of the C++ API page ("rearm_state.hpp" -> "rearm-state-hpp").
+    out += [f'"{n}" [href="../api/cpp.html#{nodes.make_id(n)}", target="_top"];' for n in sorted(names)]
     out += [f'"{a}" -> "{b}";' for a, b in sorted(set(edges))]
     out.append("}")
     return "\n".join(out)

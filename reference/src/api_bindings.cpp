@@ -163,21 +163,8 @@ void register_api(py::module_& m) {
       },
       "stats() -> dict\n\nAn entry point, then the counters; see deferred_cleanup.stats.");
   m.def("counters", &counters, "counters() -> dict\n\nThe counters as a relaxed snapshot; not an entry point.");
-  m.def(
-      "drain_now",
-      [] {
-        if (!host_is_main_thread()) throw NotMainThreadError("drain_now() may only be called on the main thread");
-        note_finalizing();
-        std::size_t n = with_queue([](auto& q) -> std::size_t {
-          if (!q.host_alive()) throw ShutdownError("deferred_cleanup has shut down: nothing is drained any more");
-          if (q.draining()) return 0;
-          q.stats.direct_drains.fetch_add(1, std::memory_order_relaxed);  // statistics only
-          return drain_all(q);
-        });
-        raise_deferred_interrupt();
-        return n;
-      },
-      "drain_now() -> int\n\nRun every queued cleanup on the main thread; see deferred_cleanup.drain_now.");
+  m.def("drain_now", &drain_now,
+        "drain_now() -> int\n\nRun every queued cleanup on the main thread; see deferred_cleanup.drain_now.");
   m.def(
       "poll",
       [] {

@@ -1,28 +1,15 @@
-// host.cpp: the CPython host of the queue, for each of the three variants.
+// host.cpp: the CPython host of the queue, for each of the three variants,
+// for as long as the interpreter lives.
 //
 // This is where the core (reference/include/deferred_cleanup/) meets
-// CPython.  It gives the core its Host: Py_AddPendingCall, a main-thread
-// test, a clock for the re-arm rule, and (for the comparison variants) the
-// finalizing test cuda-core 1.2.0 uses.  It owns the payload (a Python object
-// plus an optional finalizer, behind a DeferredCleanupItem) and its cleanup,
-// and the lifecycle hooks:
-//
-//   variant        exit hook (Python atexit phase)     Py_AtExit backstop
-//   reference      drain while destructors are due,    host dead, count
-//                  close the gate, wait it out, final  leaked items
-//                  drain; then main-thread drains only
-//                  (a late destroy waits again) until
-//                  CPython finalizes: host dead
-//   seed           none                                stop accepting (the
-//                                                      PR #2371 text), count
-//   cuda-core-1.2  none                                count only (the wheel
-//                                                      registers nothing)
-//
-// The backstop's counting never changes a variant's behaviour: it walks the
-// list without taking it.  A fork() child is made consistent by
-// after_fork_child(), registered by deferred_cleanup/__init__.py with
-// os.register_at_fork in every variant (it is the host's and the simulated
-// driver's state, not the protocol's).
+// CPython.  It gives the core its Host: Py_AddPendingCall (through the
+// pending-call trampoline below), a main-thread test, a clock for the re-arm
+// rule, and (for the comparison variants) the finalizing test cuda-core 1.2.0
+// uses.  It owns the payload (a Python object plus an optional finalizer,
+// behind a DeferredCleanupItem) and its cleanup, the graphs, the entry-point
+// step, the counters and configure().  What happens at exit is in exit.cpp
+// (the exit sequence, the Py_AtExit backstop and its report), what happens in
+// a fork() child in fork.cpp.
 //
 // Cleanups that raise KeyboardInterrupt or SystemExit (Ctrl-C during a long
 // drain, sys.exit() in a finalizer) are not swallowed: the first one is kept,
@@ -35,19 +22,15 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>  // destructor_threads() returns a std::vector
 #include <pthread.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/scheduling.hpp"
-#include "deferred_cleanup/shutdown.hpp"
 
 namespace deferred_cleanup::host {
 
@@ -60,8 +43,6 @@ std::atomic<bool> g_torn_down{false};
 HostCounters g_counters;
 std::unordered_set<PyGraph*> g_live_graphs;
 
-namespace {
-
 // ---------------------------------------------------------------- host functions
 
 // Producers inside Py_AddPendingCall right now (any variant), so the
@@ -73,7 +54,6 @@ std::atomic<std::uint32_t> g_in_host{0};
 // When the last finalizing check was made (cuda-core-1.2 and seed drains),
 // and the widest check-to-call interval seen: the window in which a call
 // can still reach CPython after finalization began.  Statistics only.
-std::atomic<std::int64_t> g_last_check_ns{0};
 std::atomic<std::int64_t> g_check_to_call_max{0};
 
 // Whether the main thread is inside one of our pending calls now (main
@@ -82,10 +62,19 @@ std::atomic<std::int64_t> g_check_to_call_max{0};
 // where that state is a flag that nothing resets after fork, never runs a
 // pending call again (measured on 3.10-3.15 by tests/test_fork.py; docs Caveats, fork()).
 bool g_in_pending_call = false;
-PendingCallFn g_core_pending_call = nullptr;  // the variant's pending_call<P>, set at import
 
-bool finalizing_now();
-std::uint64_t await_due_destructors(ReferenceQueue& q);  // the exit wait, below
+bool finalizing_now() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
+namespace {
+
+std::atomic<std::int64_t> g_last_check_ns{0};  // see g_check_to_call_max
+PendingCallFn g_core_pending_call = nullptr;  // the variant's pending_call<P>, set at import
 
 int host_trampoline(void* arg) {
   note_finalizing();  // step 4 of the reference's shutdown, if CPython is finalizing now
@@ -111,21 +100,10 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
     while (d > m && !g_check_to_call_max.compare_exchange_weak(m, d, std::memory_order_relaxed)) {
     }
   }
-  int rc = 0;
-  if (!test_hook_lose_call()) {
-    rc = Py_AddPendingCall(&host_trampoline, arg);
-  }
+  const int rc = Py_AddPendingCall(&host_trampoline, arg);
   // Read by the backstop's wait.
   g_in_host.fetch_sub(1, std::memory_order_release);
   return rc;
-}
-
-bool finalizing_now() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
 }
 
 // cuda-core 1.2.0's test, as shipped: `!Py_IsInitialized() || finalizing`.
@@ -236,6 +214,8 @@ void binding_destructor(void* arg) {
   user_object_destructor<P>(&p->item);
 }
 
+}  // namespace
+
 Host g_host{
     .add_pending_call = &host_add_pending_call,
     .is_main_thread = &host_is_main_thread,
@@ -245,28 +225,6 @@ Host g_host{
     .after_drain = &host_after_drain,
 };
 
-// ---------------------------------------------------------------- settings and exit report
-
-std::atomic<std::int64_t> g_exit_wait_ns{5'000'000'000};  // configure(exit_wait_s=...)
-char g_stats_path[4096] = {0};
-int g_atexit_rc = 0;
-
-struct ExitReport {
-  bool ran = false;
-  bool gate_clear = true;
-  std::uint64_t gate_waited_us = 0;
-  std::uint64_t final_drained = 0;
-  std::uint64_t drained_while_waiting = 0;
-  std::uint64_t awaited_us = 0;
-  std::uint64_t destructors_not_run = 0;  // due at the end of the last exit wait
-  std::uint64_t late_graphs = 0;          // graphs destroyed after the sequence, before finalizing
-  std::uint64_t late_drained = 0;         // cleanups their waits ran
-  std::uint64_t graphs_alive = 0;
-  std::uint64_t payloads_in_live_graphs = 0;
-  std::int64_t at_ns = 0;  // when the exit hook finished (steady clock)
-};
-ExitReport g_exit;
-
 std::uint64_t destructors_due() {
   // Statistics snapshot (relaxed): user objects whose destructor has not run,
   // less those a live graph still owns.
@@ -275,115 +233,6 @@ std::uint64_t destructors_due() {
   const std::uint64_t live = payloads_in_live_graphs();
   return created > ran + live ? created - ran - live : 0;
 }
-
-// ---------------------------------------------------------------- simulated drivers
-
-std::mutex g_drivers_mu;
-std::vector<std::pair<std::shared_ptr<SimulatedDriver>, int>> g_release_at_exit;
-std::vector<std::weak_ptr<SimulatedDriver>> g_sim_drivers;
-
-// ---------------------------------------------------------------- backstop
-
-const char* kStatsKeys[] = {"created", "cleaned", "direct_cleanups",
-                            "schedule_attempts", "schedule_failures", "pending_calls", "drain_cycles",
-                            "pending_calls_ignored", "direct_drains", "retries", "rearms",
-                            "main_rearms", "leaked_at_shutdown", "leaked_finalizing", "gate_timeouts", "forks"};
-
-void write_stats_json(const char* path, std::int64_t backstop_ns) {
-  // Plain C stdio: the interpreter is gone.  Relaxed snapshots (statistics).
-  FILE* f = std::fopen(path, "w");
-  if (f == nullptr) return;
-  const Stats& s = stats();
-  const std::atomic<std::uint64_t>* vals[] = {
-      &s.created, &s.cleaned, &s.direct_cleanups, &s.schedule_attempts,
-      &s.schedule_failures, &s.pending_calls, &s.drain_cycles, &s.pending_calls_ignored,
-      &s.direct_drains, &s.retries, &s.rearms, &s.main_rearms, &s.leaked_at_shutdown, &s.leaked_finalizing,
-      &s.gate_timeouts, &s.forks};
-  auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
-  std::fprintf(f, "{\"variant\": \"%s\"", variant_name(g_variant));
-  for (std::size_t i = 0; i < sizeof vals / sizeof vals[0]; ++i)
-    std::fprintf(f, ", \"%s\": %llu", kStatsKeys[i], u(vals[i]->load(std::memory_order_relaxed)));
-  const HostCounters& c = g_counters;
-  const std::pair<const char*, const std::atomic<std::uint64_t>*> host_vals[] = {
-      {"enqueued", &c.enqueued},
-      {"enqueued_late", &c.enqueued_late},
-      {"user_objects", &c.user_objects},
-      {"cleanups_on_main", &c.cleanups_on_main},
-      {"cleanups_off_main", &c.cleanups_off_main},
-      {"cleanups_after_shutdown", &c.cleanups_after_shutdown},
-      {"host_calls_after_teardown", &c.host_calls_after_teardown},
-      {"deferred_interrupts", &c.deferred_interrupts}};
-  for (const auto& [k, v] : host_vals)
-    std::fprintf(f, ", \"%s\": %llu", k, u(v->load(std::memory_order_relaxed)));  // statistics only
-  std::fprintf(f, ", \"in_flight_at_backstop\": %llu",
-               u(g_in_host.load(std::memory_order_relaxed)));  // statistics only
-  std::fprintf(f, ", \"gate_hook_passes\": %d", test_gate_hook_passes());
-  std::fprintf(f, ", \"exit_hook_ran\": %s", g_exit.ran ? "true" : "false");
-  std::fprintf(f, ", \"exit_destructors_not_run\": %llu", u(g_exit.destructors_not_run));
-  std::fprintf(f, ", \"exit_graphs_alive\": %llu", u(g_exit.graphs_alive));
-  std::fprintf(f, ", \"exit_payloads_in_live_graphs\": %llu", u(g_exit.payloads_in_live_graphs));
-  std::fprintf(f, ", \"exit_drained_while_waiting\": %llu", u(g_exit.drained_while_waiting));
-  std::fprintf(f, ", \"exit_final_drained\": %llu", u(g_exit.final_drained));
-  std::fprintf(f, ", \"exit_late_graphs\": %llu", u(g_exit.late_graphs));
-  std::fprintf(f, ", \"exit_late_drained\": %llu", u(g_exit.late_drained));
-  std::fprintf(f, ", \"exit_gate_clear\": %s", g_exit.gate_clear ? "true" : "false");
-  // The seed's window: from the end of the Python atexit phase (our exit
-  // hook, reference only) or, without one, unknown (-1), to the backstop.
-  const long long window = g_exit.at_ns != 0 ? static_cast<long long>(backstop_ns - g_exit.at_ns) : -1;
-  std::fprintf(f, ", \"exit_to_backstop_ns\": %lld", window);
-  std::fprintf(f, ", \"check_to_call_ns_max\": %lld",
-               static_cast<long long>(g_check_to_call_max.load(std::memory_order_relaxed)));  // statistics
-  std::fprintf(f, "}\n");
-  std::fclose(f);
-}
-
-/// Py_AtExit backstop (every variant): no Python API from here on.
-void backstop() {
-  const std::int64_t start = now_ns();
-  // Seen by producers in host_add_pending_call (seq_cst; see g_in_host).
-  g_torn_down.store(true, std::memory_order_seq_cst);
-  g_counters.shutdown_done.store(true, std::memory_order_relaxed);  // main thread: program order
-  with_queue([](auto& q) {
-    using P = typename std::remove_reference_t<decltype(q)>::Policy;
-    if constexpr (P::variant == Variant::reference) {
-      q.close();  // already closed by the exit hook unless it never ran
-      q.mark_host_dead();
-    }
-    if constexpr (P::close_at_py_atexit) {
-      q.close();  // the seed's one shutdown step, first thing in its Py_AtExit callback
-    }
-  });
-  // Test hook: a producer held inside the window is released now, after
-  // finalization; wait for it to leave the host call (bounded).
-  test_hooks_at_backstop();
-  // Test hook: simulated callbacks held for "after finalization".
-  std::vector<std::pair<std::shared_ptr<SimulatedDriver>, int>> late;
-  std::vector<std::shared_ptr<SimulatedDriver>> all;
-  {
-    std::lock_guard<std::mutex> lk(g_drivers_mu);
-    late.swap(g_release_at_exit);
-    for (auto& w : g_sim_drivers)
-      if (auto d = w.lock()) all.push_back(std::move(d));
-  }
-  for (auto& [d, threads] : late) {
-    try {
-      d->release(threads);
-    } catch (...) {
-      // No thread could be started: the calls stay held, counted as leaked.
-    }
-  }
-  for (auto& d : all) d->wait_idle(std::chrono::seconds(5));
-  for (int i = 0; i < 5000 && g_in_host.load(std::memory_order_seq_cst) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  with_queue([](auto& q) { backstop_at_exit(q); });
-  if (g_stats_path[0] != '\0') write_stats_json(g_stats_path, start);
-  // Drivers in `late`/`all` are leaked on purpose: destroying one here could
-  // run more destructors; the process is about to end.
-  for (auto& [d, threads] : late) new std::shared_ptr<SimulatedDriver>(std::move(d));
-  for (auto& d : all) new std::shared_ptr<SimulatedDriver>(std::move(d));
-}
-
-}  // namespace
 
 // ---------------------------------------------------------------- shared functions
 
@@ -452,24 +301,6 @@ void raise_deferred_interrupt() {
   throw py::error_already_set();
 }
 
-void note_finalizing() {
-  if (g_variant != Variant::reference || g_reference == nullptr) return;
-  // Step 4 of the reference's shutdown (shutdown.hpp): once CPython has set
-  // its finalizing flag, pending calls and entry points must not run
-  // cleanups (Python objects of a dying interpreter).  The exit sequence
-  // closed the gate earlier, so no Py_AddPendingCall is made after this.
-  if (finalizing_now() && g_reference->host_alive()) g_reference->mark_host_dead();
-}
-
-void release_after_exit() {
-  if (g_variant != Variant::reference || !g_exit.ran) return;
-  if (!host_is_main_thread() || finalizing_now()) return;
-  ReferenceQueue& q = *g_reference;
-  if (!q.host_alive() || q.draining()) return;
-  ++g_exit.late_graphs;  // main thread only (GIL)
-  g_exit.late_drained += await_due_destructors(q);
-}
-
 void entry() {
   note_finalizing();
   with_queue([](auto& q) { drain_at_entry(q); });
@@ -515,17 +346,6 @@ void PyGraph::destroy_once() {
   destroyed = true;  // even if the driver fails, never destroy twice
   payloads.clear();  // the driver's destructors own them from here on
   driver->destroy(handle);
-}
-
-void track_simulated_driver(const std::shared_ptr<SimulatedDriver>& d) {
-  std::lock_guard<std::mutex> lk(g_drivers_mu);
-  std::erase_if(g_sim_drivers, [](const std::weak_ptr<SimulatedDriver>& w) { return w.expired(); });
-  g_sim_drivers.emplace_back(d);
-}
-
-void release_at_backstop(const std::shared_ptr<SimulatedDriver>& d, int threads) {
-  std::lock_guard<std::mutex> lk(g_drivers_mu);
-  g_release_at_exit.emplace_back(d, threads);
 }
 
 py::dict counters() {
@@ -575,7 +395,7 @@ py::dict counters() {
     using P = typename std::remove_reference_t<decltype(q)>::Policy;
     if constexpr (P::gate) {
       d["in_flight"] = q.in_flight();
-      d["calls_outstanding"] = q.calls_outstanding();
+      d["calls_outstanding"] = calls_outstanding(q);
     } else {
       d["in_flight"] = 0;
       d["calls_outstanding"] = 0;
@@ -584,134 +404,50 @@ py::dict counters() {
   return d;
 }
 
-// ---------------------------------------------------------------- exit hook (reference)
+std::size_t drain_now() {
+  note_finalizing();
+  const DrainNowResult r = with_queue([](auto& q) { return deferred_cleanup::drain_now(q); });
+  switch (r.status) {
+    case DrainNowStatus::not_main_thread:
+      throw NotMainThreadError("drain_now() may only be called on the main thread");
+    case DrainNowStatus::host_dead:
+      throw ShutdownError("deferred_cleanup has shut down: nothing is drained any more");
+    case DrainNowStatus::nested:
+    case DrainNowStatus::drained:
+      break;
+  }
+  raise_deferred_interrupt();
+  return r.cleaned;
+}
+
+// ---------------------------------------------------------------- settings
 
 namespace {
 
-/// Step 0 of the exit sequence: drain while destructors of destroyed graphs
-/// are still due or items are queued, up to the exit wait; the GIL is
-/// released between drains so the driver's threads (and Python threads a
-/// destructor waits on) progress.  Main thread, GIL held.  Records what is
-/// still outstanding in g_exit.  Returns the cleanups run.
-std::uint64_t await_due_destructors(ReferenceQueue& q) {
-  const std::int64_t start = now_ns();
-  const std::int64_t bound = g_exit_wait_ns.load(std::memory_order_relaxed);  // a setting
-  std::uint64_t drained = 0;
-  for (;;) {
-    drained += drain_all(q);
-    if (destructors_due() == 0 && q.empty_snapshot()) break;
-    if (now_ns() - start >= bound) break;
-    without_gil([] { std::this_thread::sleep_for(std::chrono::microseconds(500)); });
-  }
-  g_exit.destructors_not_run = destructors_due();
-  g_exit.graphs_alive = graphs_alive();
-  g_exit.payloads_in_live_graphs = payloads_in_live_graphs();
-  return drained;
-}
-
-py::dict exit_hook() {
-  if (g_variant != Variant::reference) {
-    throw std::logic_error("_exit_hook: only the reference variant has an exit hook");
-  }
-  if (!host_is_main_thread()) {
-    throw NotMainThreadError(
-        "_exit_hook() may only run on the main thread: cleanups run there only; nothing was drained");
-  }
-  ReferenceQueue& q = *g_reference;
-  py::dict d;
-  if (g_exit.ran || !q.host_alive()) {
-    d["already_done"] = true;
-    return d;
-  }
-  // 0. Drain while destructors of graphs destroyed before exit are still due.
-  const std::int64_t start = now_ns();
-  const std::uint64_t drained = await_due_destructors(q);
-  g_exit.drained_while_waiting = drained;
-  g_exit.awaited_us = static_cast<std::uint64_t>((now_ns() - start) / 1000);
-  // 1.-3. Close, wait out the gate, final drain (shutdown.hpp).  4., host
-  // dead, comes when CPython starts finalizing (note_finalizing()).
-  const ShutdownOutcome out = shutdown_at_exit(q, kDefaultGateBound);
-  g_counters.shutdown_done.store(true, std::memory_order_relaxed);  // main thread: program order
-  g_exit.ran = true;
-  g_exit.gate_clear = out.gate_clear;
-  g_exit.gate_waited_us = out.waited_us;
-  g_exit.final_drained = out.final_drained;
-  g_exit.at_ns = now_ns();
-  d["gate_clear"] = out.gate_clear;
-  d["waited_us"] = out.waited_us;
-  d["final_drained"] = out.final_drained;
-  d["drained_while_waiting"] = drained;
-  d["awaited_us"] = g_exit.awaited_us;
-  d["destructors_not_run"] = g_exit.destructors_not_run;
-  d["graphs_alive"] = g_exit.graphs_alive;
-  d["payloads_in_live_graphs"] = g_exit.payloads_in_live_graphs;
-  raise_deferred_interrupt();
-  return d;
-}
-
-void mark_atexit_end() {
-  // Comparison variants: the end of the Python atexit phase (the same
-  // last-moment hook as the reference's exit sequence, doing nothing else),
-  // so the backstop can report the width of the window between finalization
-  // and the Py_AtExit callbacks.
-  if (g_exit.at_ns == 0) g_exit.at_ns = now_ns();
-}
-
-void after_fork_child() {
-  const unsigned long me = PyThread_get_thread_ident();
-  const bool same = me == g_main_ident;
-  g_main_ident = me;  // the forking thread is the child's main thread
-  // A producer that was inside Py_AddPendingCall at the fork is not in the
-  // child (the backstop would wait for it to its bound).  One thread here.
-  g_in_host.store(0, std::memory_order_relaxed);
-  if (g_in_pending_call && !same) {
-    // CPython may never run a pending call in this child (see
-    // g_in_pending_call); entry points still drain directly (reference).
-    g_counters.forks_in_pending_call.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    g_in_pending_call = false;
-  }
-  with_queue([same](auto& q) {
-    q.reset_after_fork(same);
-  });
-  std::vector<std::shared_ptr<SimulatedDriver>> all;
-  {
-    // The child has one thread: g_drivers_mu cannot be held by another, but
-    // it may have been held at fork time; make a new one.
-    new (&g_drivers_mu) std::mutex;
-    for (auto& w : g_sim_drivers)
-      if (auto d = w.lock()) all.push_back(std::move(d));
-  }
-  for (auto& d : all) {
-    // Destructor calls that were running on a thread the child does not have
-    // never come here: they are no longer due (else the exit wait would wait
-    // for them to its bound).
-    const std::uint64_t lost = d->after_fork_child();
-    g_counters.user_objects.fetch_sub(lost, std::memory_order_relaxed);  // statistics only
-  }
-  test_hooks_after_fork();
-  // Items queued in the parent are the child's own copies: schedule their
-  // drain in the child (see Caveats, fork()).
-  with_queue([](auto& q) {
-    if (!q.empty_snapshot()) retry_schedule(q);
-  });
+/// The queue's settings (host.hpp, Settings): where configure() writes and
+/// settings() reads, in every variant.
+Settings& the_settings() {
+  return with_queue([](auto& q) -> Settings& { return q.settings; });
 }
 
 void configure(py::object exit_wait_s, py::object stale_claim_s) {
+  Settings& s = the_settings();
   if (!exit_wait_s.is_none()) {
     const auto ns = checked_timeout(exit_wait_s.cast<double>(), "configure(exit_wait_s)");
-    g_exit_wait_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
+    s.exit_wait_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
   if (!stale_claim_s.is_none()) {
     const auto ns = checked_timeout(stale_claim_s.cast<double>(), "configure(stale_claim_s)");
     if (ns.count() <= 0) throw py::value_error("configure(stale_claim_s): must be > 0 seconds");
-    with_queue([&ns](auto& q) { q.set_stale_bound_ns(ns.count()); });
+    s.stale_claim_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
 }
 
 py::dict settings() {
+  const Settings& s = the_settings();
   py::dict d;
-  d["exit_wait_s"] = g_exit_wait_ns.load(std::memory_order_relaxed) / 1e9;  // a setting
-  d["stale_claim_s"] = with_queue([](auto& q) { return q.stale_bound_ns(); }) / 1e9;
+  d["exit_wait_s"] = s.exit_wait_ns.load(std::memory_order_relaxed) / 1e9;      // a setting
+  d["stale_claim_s"] = s.stale_claim_ns.load(std::memory_order_relaxed) / 1e9;  // a setting
   return d;
 }
 
@@ -738,25 +474,9 @@ void init_host(py::module_& m) {
     return &pending_call<P>;
   });
   g_main_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
-  const char* stats_path = std::getenv("DC_STATS_AT_EXIT");
-  if (stats_path != nullptr) std::snprintf(g_stats_path, sizeof g_stats_path, "%s", stats_path);
-  g_atexit_rc = Py_AtExit(&backstop);
 
   m.def("variant", [] { return std::string(variant_name(g_variant)); },
         "variant() -> str\n\nThe variant fixed at import: 'reference', 'seed' or 'cuda-core-1.2'.");
-  m.def("_exit_hook", &exit_hook,
-        "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup in the atexit "
-        "phase, last on 3.10-3.13): drain while destructors are due (bounded by exit_wait_s), close the gate, "
-        "wait it out, final drain; the host stays alive for main-thread drains until CPython finalizes. "
-        "Raises NotMainThreadError off the main thread (nothing drained).");
-  m.def("_mark_atexit_end", &mark_atexit_end,
-        "_mark_atexit_end() -> None\n\nComparison variants: record the end of the atexit phase (for the window "
-        "report of the Py_AtExit backstop).");
-  m.def("_after_fork_child", &after_fork_child,
-        "_after_fork_child() -> None\n\nos.register_at_fork(after_in_child=...) handler: reset the queue's "
-        "thread-bound state and the simulated drivers' threads in the child.");
-  m.def("_atexit_registered", [] { return g_atexit_rc == 0; },
-        "_atexit_registered() -> bool\n\nWhether Py_AtExit accepted the backstop.");
   m.def("configure", &configure, py::arg("exit_wait_s") = py::none(), py::arg("stale_claim_s") = py::none(),
         "configure(exit_wait_s: float | None = None, stale_claim_s: float | None = None) -> None");
   m.def("settings", &settings, "settings() -> dict");

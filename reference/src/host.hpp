@@ -1,10 +1,16 @@
-// host.hpp: what the three files of the CPython host share.
+// host.hpp: what the files of the CPython host share.  They are split by
+// lifetime:
 //
-//   host.cpp          the CPython Host of each variant (Py_AddPendingCall, the
-//                     main-thread test, the clock, the finalizing test), the
-//                     payload and its cleanup, the exit hook (reference), the
-//                     Py_AtExit backstop (every variant) and the at-fork reset;
-//   api_bindings.cpp  the Python API: drivers, graphs, stats, drain_now, poll;
+//   host.cpp          while the interpreter lives: the CPython Host of each
+//                     variant (Py_AddPendingCall through the pending-call
+//                     trampoline, the main-thread test, the clock, the
+//                     finalizing test), the payload and its cleanup, graphs,
+//                     entry points, counters and configure();
+//   exit.cpp          at exit: the exit sequence (reference), the Py_AtExit
+//                     backstop (every variant) and its report;
+//   fork.cpp          in a fork() child: the at-fork reset;
+//   api_bindings.cpp  the Python API: drivers, graphs, stats, drain_now, poll
+//                     (it only binds);
 //   test_hooks.cpp    the `_test_` functions that hold a producer in the
 //                     gate, fill CPython's pending-call ring, lose a call.
 //
@@ -18,8 +24,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <unordered_set>
@@ -77,6 +85,21 @@ extern unsigned long g_main_ident;          // main thread (PyThread_get_thread_
 bool host_is_main_thread();
 std::int64_t now_ns();                      // steady clock
 extern std::atomic<bool> g_torn_down;       // the Py_AtExit backstop ran
+/// Whether CPython's finalizing flag is set (Py_IsFinalizing, 3.13+;
+/// _Py_IsFinalizing, 3.10-3.12).  Any thread.
+bool finalizing_now();
+
+/// The Host the core calls (host.cpp); test_hooks.cpp may wrap its
+/// add_pending_call (the lose-call hook).
+extern Host g_host;
+
+// Producers inside Py_AddPendingCall right now (host.cpp; the backstop waits
+// for them, the at-fork reset zeroes it).  seq_cst increments.
+extern std::atomic<std::uint32_t> g_in_host;
+// The widest finalizing-check-to-call interval seen (statistics; host.cpp).
+extern std::atomic<std::int64_t> g_check_to_call_max;
+// The main thread is inside one of our pending calls (main thread only).
+extern bool g_in_pending_call;
 
 // Host-side counters (relaxed; statistics only).
 struct HostCounters {
@@ -143,6 +166,16 @@ void release_after_exit();
 /// The counters as a dict.
 py::dict counters();
 
+/// User objects whose destructor has not run, less those a live graph owns
+/// (a relaxed snapshot of the host counters).
+std::uint64_t destructors_due();
+
+/// deferred_cleanup.drain_now(): the core's drain_now() (drain.hpp), its
+/// refusals as exceptions.  Main thread, GIL held.  Raises
+/// NotMainThreadError, ShutdownError, or a KeyboardInterrupt/SystemExit a
+/// cleanup raised.
+std::size_t drain_now();
+
 // ---------------------------------------------------------------- graphs
 /// A graph of a driver, as the Python object Graph holds it.
 struct PyGraph {
@@ -202,9 +235,13 @@ decltype(auto) without_gil(F&& fn) {
 // ---------------------------------------------------------------- registration
 void register_api(py::module_& m);         // api_bindings.cpp
 void register_test_hooks(py::module_& m);  // test_hooks.cpp
-void init_host(py::module_& m);            // host.cpp: variant, queue, exit hooks
+void init_host(py::module_& m);            // host.cpp: variant, queue, settings
+void init_exit(py::module_& m);            // exit.cpp: exit hook, Py_AtExit backstop
+void init_fork(py::module_& m);            // fork.cpp: the at-fork reset
 
-// Simulated drivers, for the backstop and the at-fork reset (host.cpp).
+// Simulated drivers, for the backstop and the at-fork reset (exit.cpp).
+extern std::mutex g_drivers_mu;
+extern std::vector<std::weak_ptr<SimulatedDriver>> g_sim_drivers;
 void track_simulated_driver(const std::shared_ptr<SimulatedDriver>& d);
 /// Keep `d` alive until the backstop, which releases its held destructor
 /// calls from `threads` threads after finalization (test hook).
@@ -212,7 +249,6 @@ void release_at_backstop(const std::shared_ptr<SimulatedDriver>& d, int threads)
 
 // Test hooks the host calls (test_hooks.cpp).
 void test_hook_in_gate(const void* queue);   // Host::in_gate
-bool test_hook_lose_call();                  // true: pretend the call was accepted, drop it
 void test_hooks_at_backstop();               // release a held producer, wait for it
 int test_gate_hook_passes();                 // producers that went through the armed hook
 void test_hooks_after_fork();                // reset the hooks' state in a fork() child

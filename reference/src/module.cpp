@@ -20,6 +20,8 @@ PYBIND11_MODULE(_native, m) {
   // The host first (it chooses the variant and publishes the queue), then the
   // Python API and the test hooks that use it.
   deferred_cleanup::host::init_host(m);
+  deferred_cleanup::host::init_exit(m);
+  deferred_cleanup::host::init_fork(m);
   deferred_cleanup::host::register_api(m);
   deferred_cleanup::host::register_test_hooks(m);
 }

@@ -7,9 +7,12 @@
 //     variants' check-to-call window), for a time or until released, also by
 //     the Py_AtExit backstop (then the held producer calls CPython after
 //     teardown: the hole of the comparison variants);
-//   * lose the next N pending calls: the host pretends Py_AddPendingCall
-//     accepted them and drops them, as CPython 3.10/3.11 lose a call added
-//     while a subinterpreter holds the GIL (probe field `subinterp.runner`);
+//   * lose the next N pending calls: a wrapper of the Host's
+//     add_pending_call, installed by the first _test_lose_calls(n > 0),
+//     reports them accepted and drops them, as CPython 3.10/3.11 lose a call
+//     added while a subinterpreter holds the GIL (probe field
+//     `subinterp.runner`); the production path to Py_AddPendingCall
+//     (host.cpp) knows nothing of it;
 //   * fill CPython's pending-call ring from a foreign thread while the main
 //     thread stays in C++ (no pending call can run), then release a driver's
 //     held destructor calls.
@@ -46,6 +49,32 @@ std::atomic<bool> g_hold_armed{false};
 // that loses one.
 std::atomic<int> g_lose_calls{0};
 std::atomic<int> g_noop_runs{0};
+
+// The Host's own add_pending_call, saved when the wrapper is installed.
+int (*g_real_add_pending_call)(PendingCallFn, void*) = nullptr;
+
+/// Host::add_pending_call while the lose-call hook is installed: lose the
+/// call (report it accepted, never add it) while calls are still to be lost,
+/// otherwise call the host's own.  Thread: any producer, as the host's.
+int lose_or_add_pending_call(PendingCallFn fn, void* arg) {
+  int n = g_lose_calls.load(std::memory_order_relaxed);  // test setting
+  while (n > 0) {
+    // One producer per lost call; orders nothing else.
+    if (g_lose_calls.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return 0;
+  }
+  return g_real_add_pending_call(fn, arg);
+}
+
+/// Install the wrapper once (main thread, GIL held).  The Host's function
+/// pointer is a plain field that producers read: the first _test_lose_calls
+/// must be made while no destructor runs (the tests call it with the driver
+/// idle or holding); it is never uninstalled, so later calls only store the
+/// count.
+void install_lose_call_hook() {
+  if (g_real_add_pending_call != nullptr) return;
+  g_real_add_pending_call = g_host.add_pending_call;
+  g_host.add_pending_call = &lose_or_add_pending_call;
+}
 
 int noop_pending(void*) {
   g_noop_runs.fetch_add(1, std::memory_order_relaxed);  // statistics only
@@ -119,15 +148,6 @@ void test_hook_in_gate(const void*) {
   g_hold.cv.notify_all();
 }
 
-bool test_hook_lose_call() {
-  int n = g_lose_calls.load(std::memory_order_relaxed);  // test setting
-  while (n > 0) {
-    // One producer per lost call; orders nothing else.
-    if (g_lose_calls.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return true;
-  }
-  return false;
-}
-
 void test_hooks_at_backstop() {
   {
     std::lock_guard<std::mutex> lk(g_hold.mu);
@@ -182,6 +202,7 @@ void register_test_hooks(py::module_& m) {
       [](int n) {
         if (n < 0) throw py::value_error("_test_lose_calls: n must be >= 0");
         g_lose_calls.store(n, std::memory_order_relaxed);  // test setting
+        if (n > 0) install_lose_call_hook();
       },
       py::arg("n"),
       "_test_lose_calls(n: int) -> None\n\nThe next n pending calls are lost: the host reports them "

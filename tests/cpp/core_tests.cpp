@@ -460,7 +460,7 @@ class Rearm : public ::testing::Test {
   void SetUp() override {
     dc_test::reset_host(32, 0, 1);
     dc_test::set_main_thread();
-    q_.set_stale_bound_ns(kBound);
+    q_.settings.stale_claim_ns.store(kBound);
     // Items whose address makes the producer look at the claim's age (about
     // one in 16, callback.hpp): the real sampling function picks them.
     for (std::size_t i = 0; i < pool_.items.size(); ++i) {
@@ -556,7 +556,7 @@ TEST_F(Rearm, SlowCallIsReArmedOnceNeverMoreThanTwoOutstanding) {
   EXPECT_EQ(cleaned(), 6u);
   EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
   EXPECT_FALSE(q_.scheduled_snapshot());
-  EXPECT_EQ(q_.calls_outstanding(), 0u);
+  EXPECT_EQ(dc::calls_outstanding(q_), 0u);
 }
 
 TEST_F(Rearm, RefusedReArmIsRetriedOneBoundLater) {
@@ -566,7 +566,7 @@ TEST_F(Rearm, RefusedReArmIsRetriedOneBoundLater) {
   while (dc_test::add_foreign()) {
   }
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::refused);
-  EXPECT_EQ(q_.calls_outstanding(), 1u);  // the refusal undid the count
+  EXPECT_EQ(dc::calls_outstanding(q_), 1u);  // the refusal undid the count
   // Until one bound later nobody re-arms again.
   EXPECT_EQ(dc_test::counters().ours_outstanding, 1u);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(1)), dc::ScheduleResult::already_scheduled);
@@ -585,8 +585,8 @@ TEST_F(Rearm, SecondLostCallIsRecoveredByALaterEnqueue) {
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::rearmed);
   EXPECT_EQ(dc_test::run_all(), 1u);
   EXPECT_EQ(cleaned(), 2u);
-  EXPECT_EQ(q_.calls_outstanding(), 0u) << "the lost call is still counted as outstanding";
-  EXPECT_EQ(q_.superseded(), 0u);
+  EXPECT_EQ(dc::calls_outstanding(q_), 0u) << "the lost call is still counted as outstanding";
+  EXPECT_EQ(q_.rearm.superseded(), 0u);
   dc_test::lose_next(1);  // a second lost call, much later
   dc_test::advance_clock(100 * kBound);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(1)), dc::ScheduleResult::scheduled);
@@ -601,13 +601,13 @@ TEST_F(Rearm, SupersededCallDrainsButDoesNotClearTheClaim) {
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
   dc_test::advance_clock(kBound);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::rearmed);
-  EXPECT_EQ(q_.superseded(), 1u);
+  EXPECT_EQ(q_.rearm.superseded(), 1u);
   // The old call runs first (FIFO): it drains, but the claim is the new
   // call's, so scheduled_ stays set and no producer adds a third call.
   EXPECT_TRUE(dc_test::run_one());
   EXPECT_EQ(cleaned(), 2u);
   EXPECT_TRUE(q_.scheduled_snapshot()) << "a superseded call cleared the claim of the call after it";
-  EXPECT_EQ(q_.superseded(), 0u);
+  EXPECT_EQ(q_.rearm.superseded(), 0u);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(1)), dc::ScheduleResult::already_scheduled);
   EXPECT_EQ(dc_test::counters().added, 2u);
   // The claim's call clears and drains what came meanwhile.
@@ -706,7 +706,7 @@ class RearmPastTheBound : public Rearm {
     EXPECT_EQ(q_.stats.drain_cycles.load(), cycles + 1);
     EXPECT_EQ(q_.stats.direct_drains.load(), direct);
     EXPECT_FALSE(q_.scheduled_snapshot());
-    EXPECT_EQ(q_.calls_outstanding(), 0u);
+    EXPECT_EQ(dc::calls_outstanding(q_), 0u);
   }
   std::size_t sampled_next_ = 0;
 };
@@ -722,7 +722,8 @@ TEST_F(RearmPastTheBound, TwoLostCallsThenAMainThreadEntryPoint) {
   EXPECT_EQ(q_.stats.main_rearms.load(), 1u);
   EXPECT_EQ(q_.stats.rearms.load(), 2u);
   EXPECT_EQ(dc_test::counters().added, 3u);
-  EXPECT_EQ(q_.calls_outstanding(), 3u);
+  // The bound, reached: the documented constant (rearm_state.hpp).
+  EXPECT_EQ(dc::calls_outstanding(q_), dc::kMaxCallsOutstanding);
   // However long it waits and whoever looks, no fourth call.
   for (int k = 0; k < 3; ++k) {
     dc_test::advance_clock(10 * kBound);
@@ -733,9 +734,9 @@ TEST_F(RearmPastTheBound, TwoLostCallsThenAMainThreadEntryPoint) {
   // The main thread's call runs at the next eval-breaker check: it clears the claim.
   EXPECT_EQ(dc_test::run_all(), 1u);
   EXPECT_FALSE(q_.scheduled_snapshot()) << "the main thread's call did not clear the claim";
-  EXPECT_EQ(q_.calls_outstanding(), 0u);
-  EXPECT_EQ(q_.superseded(), 0u);
-  EXPECT_EQ(q_.main_rearmed(), 0u);
+  EXPECT_EQ(dc::calls_outstanding(q_), 0u);
+  EXPECT_EQ(q_.rearm.superseded(), 0u);
+  EXPECT_EQ(q_.rearm.main_rearmed(), 0u);
   next_enqueue_is_cleaned_by_a_pending_call(1);
   EXPECT_EQ(dc_test::counters().max_ours_unresolved, 3u);  // the bound, reached
   EXPECT_LE(dc_test::counters().max_ours_outstanding, 3u);
@@ -791,7 +792,7 @@ TEST_F(RearmPastTheBound, SlowCallsNeverMoreThanThreeOutstanding) {
   EXPECT_EQ(q_.stats.main_rearms.load(), 1u);
   EXPECT_EQ(dc_test::counters().ours_outstanding, 3u);
   EXPECT_TRUE(dc_test::run_one());  // the oldest call: drains, frees the superseded slot
-  EXPECT_EQ(q_.superseded(), 0u);
+  EXPECT_EQ(q_.rearm.superseded(), 0u);
   EXPECT_TRUE(q_.scheduled_snapshot());
   dc_test::advance_clock(kBound);
   EXPECT_EQ(enqueue_off_main(plain(1)), dc::ScheduleResult::already_scheduled);
@@ -806,10 +807,10 @@ TEST_F(RearmPastTheBound, SlowCallsNeverMoreThanThreeOutstanding) {
   EXPECT_EQ(dc_test::counters().added, 4u);
   EXPECT_EQ(dc_test::counters().max_ours_outstanding, 3u);
   EXPECT_EQ(dc_test::counters().max_ours_unresolved, 3u);
-  EXPECT_LE(q_.calls_outstanding(), 3u);
+  EXPECT_LE(dc::calls_outstanding(q_), dc::kMaxCallsOutstanding);
   EXPECT_EQ(dc_test::run_all(), 3u);
   EXPECT_FALSE(q_.scheduled_snapshot());
-  EXPECT_EQ(q_.calls_outstanding(), 0u);
+  EXPECT_EQ(dc::calls_outstanding(q_), 0u);
   next_enqueue_is_cleaned_by_a_pending_call(2);
   EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
 }

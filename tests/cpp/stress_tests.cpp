@@ -101,7 +101,7 @@ StressResult stress(const StressConfig& cfg) {
   dc::BasicQueue<P> q(dc_test::host());
   if (cfg.stale_bound_ns > 0) {
     dc_test::use_real_clock();
-    q.set_stale_bound_ns(cfg.stale_bound_ns);
+    q.settings.stale_claim_ns.store(cfg.stale_bound_ns);
   }
   // One extra item for the "next wakeup" after the run.
   std::unique_ptr<dc::DeferredCleanupItem[]> items(new dc::DeferredCleanupItem[total + 1]);

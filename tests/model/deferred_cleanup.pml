@@ -1,7 +1,8 @@
 /*
  * deferred_cleanup.pml: a Promela model of the reference's deferred-cleanup
  * protocol (ReferencePolicy in reference/include/deferred_cleanup/policy.hpp),
- * with the re-arm rule of scheduling.hpp and queue.hpp as of commit 5c53945
+ * with the re-arm rule of rearm.hpp and rearm_state.hpp (as of commit 5c53945,
+ * moved there unchanged)
  * (stale clock started after the add, the claim moved by CAS, the superseded
  * call recorded by number, a refused re-arm whose old call ran gives the
  * claim back, a caller that may not re-arm leaves or gives back the claim's
@@ -17,9 +18,11 @@
  *                fast path).  If it reads true the producer returns, after, on
  *                a sampled hit (about one in 16 in the code, any hit here),
  *                calling rearm_if_stale.  Otherwise schedule() (scheduling.hpp):
- *                gate_enter, claim (an exchange), set_claimed_at(0),
- *                new_call_token, set_claim_seq, Py_AddPendingCall with the
- *                token; accepted: start_stale_clock; refused: unclaim;
+ *                gate_enter, claim (an exchange), token_for_claim
+ *                (rearm_state.hpp: set_claimed_at(0), new_call_token,
+ *                set_claim_seq), Py_AddPendingCall with the
+ *                token; accepted: call_added (start_stale_clock); refused:
+ *                unclaim;
  *                gate_leave.  A producer may run at any time, also during and
  *                after shutdown.
  *   pq           CPython's pending-call queue, a channel of capacity K shared
@@ -29,7 +32,7 @@
  *                _push_pending_call, v3.12.0; measured by the probe:
  *                cpython_facts.py).  An entry carries the call's sequence
  *                number (the CallToken's seq).  The code keeps tokens in 64
- *                reused slots (queue.hpp, kTokens); a slot is reused only after
+ *                reused slots (rearm_state.hpp, kCallTokens); a slot is reused only after
  *                64 further tokens, which these runs never take, so the model
  *                passes the number itself.
  *   lost calls   the host may accept one of our calls (return 0) and never
@@ -46,7 +49,7 @@
  *                nondeterministic choice of the caller of rearm_if_stale;
  *                take_stale_claim's CAS compares with "running", not with
  *                the stamp read (see rearm_if_stale below).
- *   re-arm       rearm_if_stale(q, main_entry) (scheduling.hpp), step by
+ *   re-arm       rearm_if_stale(q, main_entry) (rearm.hpp), step by
  *                step, as numbered in its comment: 1 the clock (0: return;
  *                "not stale yet"); 2 superseded() and main_rearmed(): a
  *                superseded call recorded and not (main_entry and no call of
@@ -73,7 +76,8 @@
  *                then move the claim seq -> 0, then clear the superseded and
  *                the main thread's record if this call is as new: load, then
  *                CAS s -> 0), then, for the claim's call only,
- *                set_claimed_at(0) and the clear of scheduled_, then take
+ *                stop_stale_clock (set_claimed_at(0)) and the clear of
+ *                scheduled_, then take
  *                until empty (clear_then_take).  It may hit API entry points
  *                (drain_at_entry: a direct drain when the queue is non-empty,
  *                gh-95820, then rearm_if_stale when scheduled_ is set), may
@@ -83,8 +87,7 @@
  *                still run queued pending calls (no-ops by then); teardown.
  *   retrier      a non-main Python thread at an entry point: it can only
  *                retry scheduling or call rearm_if_stale (drain.hpp,
- *                drain_at_entry off the main thread; scheduling.hpp,
- *                retry_schedule).
+ *                drain_at_entry off the main thread, and retry_schedule).
  *
  * With the main thread's re-arm (the default; NO_MAIN_REARM takes it out) at
  * most three of our calls are queued: the claim's call, a superseded one and
@@ -217,7 +220,7 @@
 mtype = { OURS, OTHER };
 chan pq = [K] of { mtype, byte };   /* the function, and our call's number */
 
-/* The queue's shared state (queue.hpp). */
+/* The queue's shared state (queue.hpp; the re-arm state: rearm_state.hpp). */
 byte nq = 0;          /* items in head_ */
 bool scheduled = 0;   /* scheduled_ */
 bool accepting = 1;   /* accepting_ */
@@ -426,7 +429,7 @@ inline host_call(num, by_producer) {
   fi
 }
 
-/* queue.hpp, start_stale_clock(num), then gate_leave: load claim_seq_; if it
+/* rearm_state.hpp, start_stale_clock(num), then gate_leave: load claim_seq_; if it
  * is still `num`, CAS claimed_at 0 -> now.  gate_leave is a left mover
  * (below) and joins the last step. */
 inline start_stale_clock_leave(num) {
@@ -482,7 +485,7 @@ inline schedule(by_producer) {
   atomic { old = 0; rc = 0; ok = 0; seq = 0 }
 }
 
-/* The refused re-arm (scheduling.hpp, rearm_if_stale, rc != 0), after
+/* The refused re-arm (rearm.hpp, rearm_if_stale, rc != 0), after
  * release_supersede (or release_main_rearm): the old call is the claim's call
  * again, unless it ran meanwhile; then give the claim back and retry.  The
  * caller is busy on entry; every branch ends that. */
@@ -510,7 +513,7 @@ inline refused_rearm(by_producer) {
   fi
 }
 
-/* queue.hpp, start_stale_clock(old, seen) on the paths where a caller that
+/* rearm_state.hpp, start_stale_clock(old, seen) on the paths where a caller that
  * took the stale claim may not re-arm it (steps 5 and 7 of the rule): load
  * claim_seq_; if it is still `num`, CAS claimed_at_ns_ 0 -> seen, the stamp
  * taken, so the claim is stale again at once.  The caller stops being busy.
@@ -531,7 +534,7 @@ inline give_back_clock(num) {
 /* release_supersede (within the bound) or release_main_rearm(new) (past it). */
 #define RELEASE_RECORD if :: sup -> superseded = 0 :: else -> if :: main_rec == nseq -> main_rec = 0 :: else -> skip fi fi
 
-/* scheduling.hpp, rearm_if_stale(q, main_entry), entered by a caller that has
+/* rearm.hpp, rearm_if_stale(q, main_entry), entered by a caller that has
  * just read scheduled_ set (a producer's sampled fast-path hit, an entry
  * point's snapshot).  on_main: the caller is the main thread at an entry
  * point, outside a drain; main_entry is ME(on_main) (false with

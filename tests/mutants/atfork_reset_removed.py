@@ -1,5 +1,5 @@
 """The at-fork handler no longer resets the queue in the child."""
-FILE = "reference/src/host.cpp"
+FILE = "reference/src/fork.cpp"
 FIND = """\
   with_queue([same](auto& q) {
     q.reset_after_fork(same);

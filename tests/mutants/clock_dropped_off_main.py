@@ -1,7 +1,7 @@
 """A producer whose take_supersede fails keeps the stale claim's clock (drops it)."""
-FILE = "reference/include/deferred_cleanup/scheduling.hpp"
+FILE = "reference/include/deferred_cleanup/rearm.hpp"
 FIND = """\
-    q.start_stale_clock(old_seq, seen);  // give the stale claim back, still stale
+    r.start_stale_clock(old_seq, seen);  // give the stale claim back, still stale
 """
 REPLACE = """\
     (void)seen;  // MUTANT: the clock stays taken (0): the claim never looks stale again

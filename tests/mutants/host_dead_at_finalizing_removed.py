@@ -1,5 +1,5 @@
 """The host is no longer marked dead when CPython starts finalizing."""
-FILE = "reference/src/host.cpp"
+FILE = "reference/src/exit.cpp"
 FIND = """\
   if (finalizing_now() && g_reference->host_alive()) g_reference->mark_host_dead();
 """

@@ -1,5 +1,5 @@
 """A graph destroyed after the exit sequence no longer gets the exit wait."""
-FILE = "reference/src/host.cpp"
+FILE = "reference/src/exit.cpp"
 FIND = """\
   ++g_exit.late_graphs;  // main thread only (GIL)
   g_exit.late_drained += await_due_destructors(q);

@@ -1,12 +1,14 @@
 """A stale claim is never re-armed."""
-FILE = "reference/include/deferred_cleanup/scheduling.hpp"
+FILE = "reference/include/deferred_cleanup/rearm.hpp"
 FIND = """\
   static_assert(P::rearm, "only the reference re-arms");
+  RearmState<P>& r = q.rearm;
   const Host& host = q.host();
   if (host.now_ns == nullptr) {
 """
 REPLACE = """\
   static_assert(P::rearm, "only the reference re-arms");
+  RearmState<P>& r = q.rearm;
   const Host& host = q.host();
   if (true) {  // MUTANT: never re-arm
 """

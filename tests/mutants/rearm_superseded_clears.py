@@ -3,7 +3,7 @@ FILE = "reference/include/deferred_cleanup/drain.hpp"
 FIND = """\
     if (current) {
       if constexpr (P::rearm) {
-        q.set_claimed_at(0);
+        q.rearm.stop_stale_clock();  // re-arming: the claim's call has run
       }
       q.clear();  // before the take: consumer half of the store-buffering pair
     }
@@ -12,11 +12,11 @@ REPLACE = """\
     (void)current;  // MUTANT: every call clears, superseded or not
     {
       if constexpr (P::rearm) {
-        q.set_claimed_at(0);
+        q.rearm.stop_stale_clock();  // re-arming: the claim's call has run
       }
       q.clear();  // before the take: consumer half of the store-buffering pair
     }
 """
-PROPERTY = "only the claim's call clears scheduled_; a superseded call only drains (at most two calls outstanding)"
+PROPERTY = "only the claim's call clears scheduled_; a superseded call only drains (else a superseded call clears a newer claim and a second claimant adds a call)"
 KILLED_BY = ["cpp"]
 KILLING_TESTS = ["Rearm.SupersededCallDrainsButDoesNotClearTheClaim"]

@@ -19,9 +19,10 @@
 // It never calls the driver, never allocates, never waits (apart from
 // CPython's brief pending-call lock inside Py_AddPendingCall) and uses no
 // Python API other than Py_AddPendingCall (the cuda-core-1.2 variant also
-// calls Py_IsInitialized and the finalizing test, as shipped).  It always pushes, even after
-// shutdown began: a late item is then simply never cleaned, and the backstop
-// counts it as leaked.
+// calls Py_IsInitialized and the finalizing test, as shipped).  It always
+// pushes, even after shutdown began: a late item gets no pending call; a
+// main-thread drain before CPython finalizes still cleans it, and after that
+// the backstop counts it as leaked (queue.hpp, the contract table).
 //
 // Exactly once.  If the user object cannot be created the driver never calls
 // the destructor, so the main thread cleans the item directly with
@@ -35,12 +36,13 @@
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/item.hpp"
 #include "deferred_cleanup/queue.hpp"
+#include "deferred_cleanup/rearm.hpp"
 #include "deferred_cleanup/scheduling.hpp"
 
 namespace deferred_cleanup {
 
 /// Whether this fast-path hit should look at the age of the outstanding
-/// claim (scheduling.hpp, re-arming): about one item in 16, chosen by a
+/// claim (rearm.hpp): about one item in 16, chosen by a
 /// multiplicative (Fibonacci) hash of the item's address.  No counter and no
 /// thread_local: a shared counter would add an RMW to the fast path, and a
 /// thread_local in a dlopen'ed module may allocate on first use in a thread
@@ -69,7 +71,8 @@ inline bool sample_stale_check(const DeferredCleanupItem* item) noexcept {
 /// sees the push: no lost wakeup.  Comparison variants: schedule() with the
 /// shipped orders.
 /// Errors: none.  A refused pending call leaves the item queued for a retry.
-/// After shutdown the item stays queued and is counted as leaked.
+/// After shutdown the item stays queued without a pending call: a main-thread
+/// drain before CPython finalizes cleans it, otherwise it is counted as leaked.
 /// Source: cuda-python PR #2371; CUDA Driver API, cuUserObjectCreate
 /// (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC).
 /// @param q the published queue
@@ -82,7 +85,7 @@ ScheduleResult on_user_object_destroyed(BasicQueue<P>& q, DeferredCleanupItem* i
     if (q.check_scheduled()) {  // step 2, fast path: a call is claimed (wakeup.check)
       if constexpr (P::rearm) {
         if (sample_stale_check(item)) {
-          return rearm_if_stale(q);
+          return rearm_if_stale(q);  // re-arming: now and then, is the claim stale?
         }
       }
       return ScheduleResult::already_scheduled;

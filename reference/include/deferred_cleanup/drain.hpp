@@ -37,11 +37,15 @@
 // the backstop.  The comparison variants check finalization instead, as
 // shipped.
 //
-// Re-entrancy: a cleanup may run Python code, which may run another pending
-// call or call an entry point.  In the reference the nested drain sees
-// draining() and returns; the outer loop's next take collects what the
-// nested one would have.  The comparison variants have no such guard, as
-// shipped: a nested pending call drains on its own.
+// Re-entrancy: a cleanup may run Python code, and that code may call an API
+// entry point, which in the reference drains.  CPython never nests pending
+// calls (make_pending_calls returns at once while one runs: a static `busy`
+// in Python/ceval.c v3.10.0 and v3.11.0, `pending->busy` in
+// Python/ceval_gil.c v3.12.0, `handling_thread` in v3.13.0), so the entry
+// point is the only way back in.  drain_all() guards it: a nested call sees
+// draining() and returns 0, and the outer loop's next take collects what the
+// nested one would have (run_list() itself has no guard).  The comparison
+// variants' entry points never drain, as shipped.
 #pragma once
 
 #include <cstddef>
@@ -49,6 +53,7 @@
 
 #include "deferred_cleanup/item.hpp"
 #include "deferred_cleanup/queue.hpp"
+#include "deferred_cleanup/rearm.hpp"
 #include "deferred_cleanup/scheduling.hpp"
 
 namespace deferred_cleanup {
@@ -140,11 +145,11 @@ int pending_call(void* arg) noexcept {
   BasicQueue<P>* qp = nullptr;
   bool current = true;  // this call clears scheduled_
   if constexpr (P::rearm) {
-    auto* token = static_cast<typename BasicQueue<P>::CallToken*>(arg);
+    auto* token = static_cast<CallToken<P>*>(arg);
     qp = token->queue;
-    // Read the sequence number before anything else (slots are reused);
-    // only the claim's call, taking the claim back, clears scheduled_.
-    current = qp->call_ran(token->seq.load(std::memory_order_relaxed));
+    // Re-arming: is this the claim's call (it clears scheduled_) or one a
+    // re-arm superseded?  The number is read first thing (slots are reused).
+    current = qp->rearm.call_ran(token->seq.load(std::memory_order_relaxed));
   } else {
     qp = static_cast<BasicQueue<P>*>(arg);
   }
@@ -158,7 +163,7 @@ int pending_call(void* arg) noexcept {
     q.stats.drain_cycles.fetch_add(1, std::memory_order_relaxed);  // statistics only
     if (current) {
       if constexpr (P::rearm) {
-        q.set_claimed_at(0);
+        q.rearm.stop_stale_clock();  // re-arming: the claim's call has run
       }
       q.clear();  // before the take: consumer half of the store-buffering pair
     }
@@ -187,6 +192,38 @@ int pending_call(void* arg) noexcept {
 }
 // [end-doc:drain]
 
+/// Retry scheduling if work is queued and no pending call is claimed; in the
+/// reference, also re-arm a stale claim.
+///
+/// Thread: any (entry points off the main thread can only do this; the
+/// comparison variants do it on the main thread too, as cuda-core's entry
+/// points call schedule()).  Never blocks beyond schedule().
+/// Memory ordering: the emptiness test is a relaxed snapshot, used only to
+/// skip a needless attempt: an item pushed just after it is its own
+/// producer's to schedule.  The comparison variants call schedule() as is
+/// (it tests head_ itself).
+/// Errors: none thrown.
+/// Source: cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0
+/// (retry_schedule() only calls schedule()).
+/// @param q the queue
+/// @return the scheduling result, or already_scheduled when nothing was tried
+template <class P>
+ScheduleResult retry_schedule(BasicQueue<P>& q) noexcept {
+  if constexpr (P::variant == Variant::reference) {
+    if (q.empty_snapshot()) {
+      return ScheduleResult::empty;
+    }
+    if (q.scheduled_snapshot()) {
+      return rearm_if_stale(q);  // re-arming: a claim whose call may be lost
+    }
+    q.stats.retries.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    return schedule(q);
+  } else {
+    q.stats.retries.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    return schedule(q);
+  }
+}
+
 /// What an entry point did.
 ///
 /// Thread: returned to the caller of drain_at_entry().
@@ -204,7 +241,7 @@ enum class EntryAction : std::uint8_t {
 /// Thread: any.  On the main thread of a reference queue (the caller holds
 /// the GIL, in the main interpreter) it drains directly (blocking as long as
 /// the cleanups do) and re-arms a stale claim, outside a drain also past the
-/// bound of superseded calls (scheduling.hpp, rearm_if_stale); elsewhere,
+/// bound of superseded calls (rearm.hpp, rearm_if_stale); elsewhere,
 /// and always for the comparison variants, it only retries scheduling, as
 /// cuda-core's entry points do.
 /// Memory ordering: the emptiness test is a relaxed snapshot: an item pushed
@@ -230,8 +267,8 @@ EntryAction drain_at_entry(BasicQueue<P>& q) noexcept {
         done = EntryAction::drained;
       }
       if (q.scheduled_snapshot()) {
-        // Restore the pending-call path after lost calls; outside a drain
-        // also past the bound (scheduling.hpp, re-arming, rule 2).
+        // Re-arming: restore the pending-call path after lost calls; outside
+        // a drain also past the bound (rearm.hpp, rule 2).
         rearm_if_stale(q, !q.draining());
       }
       return done;
@@ -253,5 +290,53 @@ EntryAction drain_at_entry(BasicQueue<P>& q) noexcept {
   }
 }
 // [end-doc:entry]
+
+/// What drain_now() did.
+///
+/// Thread: returned to the caller of drain_now().
+/// Memory ordering: n/a (a value).  Errors: n/a.
+/// Source: this project (deferred_cleanup.drain_now).
+enum class DrainNowStatus : std::uint8_t {
+  drained,          ///< drained (possibly nothing); `cleaned` says how much
+  not_main_thread,  ///< refused: cleanups run on the main thread only
+  host_dead,        ///< refused: the host is dead, nothing is drained any more
+  nested,           ///< called from a cleanup inside a drain: the outer drain takes the items
+};
+
+/// The outcome of drain_now(): its status and the cleanups it ran.
+///
+/// Thread: returned to the caller.  Memory ordering: n/a.  Errors: n/a.
+/// Source: this project.
+struct DrainNowResult {
+  DrainNowStatus status = DrainNowStatus::drained;  ///< what happened
+  std::size_t cleaned = 0;                          ///< cleanups run (drained only)
+};
+
+/// An explicit drain requested by the program (deferred_cleanup.drain_now):
+/// run every queued cleanup now, on the main thread.  Does not touch
+/// scheduled_ (as drain_all(), a direct drain).
+///
+/// Thread: the main thread only (else not_main_thread, nothing done).  Blocks
+/// as long as the cleanups do.
+/// Memory ordering: each take_all() is P::take; host_alive() is acquire.
+/// Errors: none thrown; refusals are reported in the status (the CPython host
+/// raises NotMainThreadError or ShutdownError for them).
+/// Source: this project; gh-95820 (why a program may want to drain itself).
+/// @param q the queue
+/// @return the status and the number of cleanups run
+template <class P>
+DrainNowResult drain_now(BasicQueue<P>& q) noexcept {
+  if (!q.host().is_main_thread()) {
+    return {DrainNowStatus::not_main_thread, 0};
+  }
+  if (!q.host_alive()) {
+    return {DrainNowStatus::host_dead, 0};
+  }
+  if (q.draining()) {
+    return {DrainNowStatus::nested, 0};
+  }
+  q.stats.direct_drains.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  return {DrainNowStatus::drained, drain_all(q)};
+}
 
 }  // namespace deferred_cleanup

@@ -121,7 +121,8 @@ struct ReferencePolicy {
   /// Main-thread entry points drain directly (gh-95820).
   static constexpr bool direct_drain = true;
   /// A claim whose pending call has not run within the stale bound may be
-  /// re-armed (at most two pending calls outstanding).
+  /// re-armed (rearm.hpp; at most kMaxCallsOutstanding, three, of the
+  /// queue's pending calls outstanding).
   static constexpr bool rearm = true;
   /// schedule() asks the host whether it is finalizing (cuda-core 1.2.0).
   static constexpr bool schedule_checks_finalizing = false;
@@ -133,7 +134,7 @@ struct ReferencePolicy {
   static constexpr bool close_at_py_atexit = false;
 };
 
-/// The seed: the PR #2371 text (acquire/release; see the essay above).
+/// The seed: the PR #2371 text (acquire/release; policy.hpp's essay).
 ///
 /// Thread: a type of constants.  Memory ordering: the constants below.
 /// Errors: n/a.
@@ -180,7 +181,7 @@ struct SeedPolicy {
   static constexpr bool close_at_py_atexit = true;  ///< a Py_AtExit callback stops accepting_
 };
 
-/// cuda-core 1.2.0 as shipped (see the essay above).
+/// cuda-core 1.2.0 as shipped (policy.hpp's essay).
 ///
 /// Thread: a type of constants.  Memory ordering: the constants below.
 /// Errors: n/a.

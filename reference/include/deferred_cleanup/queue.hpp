@@ -12,18 +12,17 @@
 // Besides `head_` the queue carries:
 //   scheduled_          true while a pending call for the drain is claimed, so
 //                       any number of producers cause at most one pending call
-//                       (two or three after re-arms, scheduling.hpp);
+//                       (up to three after re-arms, rearm.hpp);
 //   accepting_          false once shutdown closed the door: producers still
 //                       push but no longer call into the host;
 //   in_flight_          producers between their `accepting_` check and the end
 //                       of their host call (the in-flight gate, shutdown.hpp);
 //   alive_              false once the host may no longer run cleanups;
-//   claim_seq_,         the sequence number of the current claim's pending
-//   superseded_seq_,    call, of the older one a re-arm superseded that may
-//   main_seq_           still run, and of the main thread's call past that
-//                       bound (at most three calls outstanding);
-//   claimed_at_ns_      when the outstanding claim was made (host clock), for
-//                       re-arming a claim whose pending call never runs.
+//   draining_           a drain runs on the main thread (re-entrancy guard);
+//   stats, settings     the host's view (host.hpp);
+//   rearm               the re-arm rule's state, in its own struct
+//                       (rearm_state.hpp): the core touches it only through
+//                       named hooks, so this file can be read without it.
 //
 // Store buffering (the lost wakeup).  A producer does  push(head_) ; read
 // scheduled_.  The reference's drain does  clear(scheduled_) ; read head_.
@@ -46,6 +45,52 @@
 // Every order is a constant of the policy (policy.hpp), so each variant
 // compiles to its own instruction shape.
 //
+// [contract-table]
+// The contract: the queue's states against its operations (reference orders;
+// the comparison variants' are in policy.hpp).  This table is the one
+// statement of it; docs/contract.rst renders it from here.
+//
+// States.  One lifecycle state and one scheduling state at a time:
+//   OPEN     accepting_, alive_     import .. the exit hook's close()
+//   CLOSED   !accepting_, alive_    close() .. CPython's finalizing flag
+//   DEAD     !alive_                mark_host_dead() .. process end
+//   IDLE     !scheduled_            no claim: the next producer claims
+//   CLAIMED  scheduled_             one claim; its pending call outstanding
+//                                   (kMaxCallsOutstanding with re-arms)
+//
+// Who.  P = any thread, any number at once, also with no thread state and
+// after finalization (driver threads).  T = any Python thread.  M = the main
+// thread, GIL held: one M row at a time, never nested (CPython runs no
+// pending call inside another).  B = the Py_AtExit backstop.  P rows run
+// concurrently with every row.
+//
+// op              who  in states   effect             order    pairs with
+// --------------  ---  ----------  -----------------  -------  ------------
+// push            P    all         item on head_      seq_cst  take_all
+// check_scheduled P    all         read scheduled_    seq_cst  clear (SB)
+// gate_enter      P    all         in_flight_ + 1,    seq_cst  close (SB)
+//                                  read accepting_
+// claim           P    OPEN        IDLE -> CLAIMED    seq_cst  clear
+//                                  (one winner)
+// add call        P    OPEN, in    the host queues    host's   pending_call
+//                      the gate    pending_call       lock
+// unclaim         P    OPEN        CLAIMED -> IDLE    release  next claim
+//                                  (host refused)
+// gate_leave      P    any         in_flight_ - 1     release  in_flight
+// clear           M    alive       CLAIMED -> IDLE    seq_cst  check (SB)
+//                                  (the claim's call)
+// take_all        M    alive       take head_         seq_cst  push
+// cleanup         M    alive       payload released   none     -
+// close           M,B  OPEN        OPEN -> CLOSED     seq_cst  gate_enter
+// in_flight       M    CLOSED      wait until 0       seq_cst  gate_leave
+// mark_host_dead  T,B  alive       -> DEAD            release  host_alive
+// host_alive      any  all         read alive_        acquire  mark_host_dead
+//
+// A push after close() gets no pending call: a main-thread drain before
+// DEAD cleans it; in DEAD nothing does and B counts it as leaked.  Each
+// pushed item is cleaned at most once, on M, while alive.
+// [end-contract-table]
+//
 // The queue is published once, at module import, through an atomic pointer
 // and never freed: a destructor callback that arrives arbitrarily late (after
 // finalization) still finds valid memory.
@@ -55,8 +100,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "deferred_cleanup/host.hpp"
 #include "deferred_cleanup/item.hpp"
 #include "deferred_cleanup/policy.hpp"
+#include "deferred_cleanup/rearm_state.hpp"
 
 /// The alignment of the queue's three contended fields (head_, scheduled_,
 /// in_flight_), each on a cache line of its own, so that producers' CASes on
@@ -68,57 +115,6 @@
 
 namespace deferred_cleanup {
 
-struct Host;  // scheduling.hpp: how the queue reaches its host (CPython or a fake)
-
-/// Relaxed statistics counters.  Every counter is incremented with
-/// std::memory_order_relaxed: they order nothing and are read as a snapshot.
-/// None is touched on the producer's fast path.
-///
-/// Thread: any thread increments; any thread reads.
-/// Memory ordering: relaxed; a snapshot may mix values from different moments.
-/// Errors: none.
-/// Source: this project (docs: "Troubleshooting" reads them).
-struct Stats {
-  std::atomic<std::uint64_t> created{0};             ///< items allocated (user objects attempted)
-  std::atomic<std::uint64_t> cleaned{0};             ///< cleanups run (drains + direct cleanups)
-  std::atomic<std::uint64_t> direct_cleanups{0};     ///< cleanups of never-created user objects
-  std::atomic<std::uint64_t> schedule_attempts{0};   ///< host add_pending_call calls made
-  std::atomic<std::uint64_t> schedule_failures{0};   ///< of those, refused (returned -1)
-  std::atomic<std::uint64_t> pending_calls{0};       ///< of those, accepted (returned 0)
-  std::atomic<std::uint64_t> drain_cycles{0};        ///< pending calls that ran a drain
-  std::atomic<std::uint64_t> pending_calls_ignored{0};  ///< pending calls that found the host dead
-  std::atomic<std::uint64_t> direct_drains{0};       ///< drains run directly at an entry point
-  std::atomic<std::uint64_t> retries{0};             ///< scheduling retries from entry points
-  std::atomic<std::uint64_t> rearms{0};              ///< stale claims re-armed (extra pending call)
-  std::atomic<std::uint64_t> main_rearms{0};  ///< of those, by the main thread past the bound
-  std::atomic<std::uint64_t> leaked_at_shutdown{0};  ///< items left in the queue at the backstop
-  std::atomic<std::uint64_t> leaked_finalizing{0};   ///< drains skipped: host finalizing (leak)
-  std::atomic<std::uint64_t> gate_timeouts{0};       ///< shutdown gave up waiting for the gate
-  std::atomic<std::uint64_t> forks{0};               ///< at-fork resets in a child
-};
-
-template <class P>
-class BasicQueue;
-
-/// The argument of one pending call of the reference: the queue and the
-/// call's sequence number, so the call knows whether it is the current
-/// claim's call or one that a re-arm superseded.
-///
-/// Thread: `seq` written by the adding producer before add_pending_call,
-/// read by the pending call on the main thread; `queue` written once by the
-/// queue's constructor.
-/// Memory ordering: `seq` is relaxed; the host's add_pending_call /
-/// pending-call hand-off (CPython's pending-call lock) orders the write
-/// before the call reads it.
-/// Errors: none.
-/// Source: this project (docs/design/scheduling, "Re-arming").
-template <class P>
-struct CallToken {
-  BasicQueue<P>* queue = nullptr;     ///< the queue to drain (set by its constructor)
-  std::atomic<std::uint64_t> seq{0};  ///< the call's sequence number (>= 1)
-};
-
-// [doc:queue]
 /// The process-wide MPSC queue plus its scheduling and shutdown flags, with
 /// the memory orders and protocol shape of policy `P`.
 ///
@@ -129,7 +125,7 @@ struct CallToken {
 /// blocks: every operation is one atomic instruction or a CAS loop that
 /// retries only when another thread won.
 /// Memory ordering: each member names its order (a constant of `P`) and what
-/// it synchronizes with; the essay above gives the two handshakes.
+/// it synchronizes with; queue.hpp's essay gives the two handshakes.
 /// Errors: none; no operation can fail.
 /// Source: cuda-python PR #2371 (queue shape); Treiber, "Systems Programming:
 /// Coping with Parallelism" (IBM RJ 5118, 1986) for the CAS stack.
@@ -149,9 +145,7 @@ class BasicQueue {
   /// Source: cuda-python PR #2371 (queue published once at import).
   /// @param host the host the scheduling and drain functions call; must
   ///        outlive the queue (in practice: static storage)
-  explicit BasicQueue(const Host* host) noexcept : host_(host) {
-    for (CallToken& t : tokens_) t.queue = this;  // written once, before publication
-  }
+  explicit BasicQueue(const Host* host) noexcept : host_(host) {}
 
   BasicQueue(const BasicQueue&) = delete;
   BasicQueue& operator=(const BasicQueue&) = delete;
@@ -294,7 +288,7 @@ class BasicQueue {
   /// shipped.  Either reads the latest value in scheduled_'s modification
   /// order.
   /// Errors: none.
-  /// Source: cuda-python PR #2371 (at most one outstanding pending call).
+  /// Source: cuda-python PR #2371 (one pending call per claim).
   /// @return true if this call changed scheduled_ from false to true
   bool claim() noexcept {
     if constexpr (P::variant == Variant::reference) {
@@ -454,309 +448,10 @@ class BasicQueue {
     alive_.store(false, std::memory_order_release);
   }
 
-  /// The argument of one pending call of the reference (see CallToken).
-  using CallToken = deferred_cleanup::CallToken<P>;
-
-  /// Take a token for a new pending call: the next sequence number, in one
-  /// of 64 slots.  A slot is reused 64 tokens later; a running call reads its
-  /// number first thing, and at most three of the queue's calls are
-  /// outstanding, so only a call lost by the host (which never reads it) can
-  /// see its slot reused.
-  ///
-  /// Thread: the producer that claimed (or re-armed).  Never blocks.
-  /// Memory ordering: relaxed RMW for the number, relaxed store into the slot.
-  /// Errors: none.
-  /// Source: this project.
-  /// @return the token to pass as the pending call's argument
-  CallToken* new_call_token() noexcept {
-    // Sequence numbers only; orders nothing.
-    const std::uint64_t seq = next_seq_.fetch_add(1, std::memory_order_relaxed) + 1;
-    CallToken& t = tokens_[seq % kTokens];
-    // Published to the pending call by the host's hand-off.
-    t.seq.store(seq, std::memory_order_relaxed);
-    return &t;
-  }
-
-  /// Make `seq` the current claim's call.
-  ///
-  /// Thread: the claimant or the re-armer.  Memory ordering: relaxed (see
-  /// the re-arm essay in scheduling.hpp: a stale view only makes an old call
-  /// skip its clear, which the current call does).  Errors: none.
-  /// Source: this project.
-  /// @param seq the sequence number of the claim's call
-  void set_claim_seq(std::uint64_t seq) noexcept {
-    // Heuristic for which call clears; see above.
-    claim_seq_.store(seq, std::memory_order_relaxed);
-  }
-
-  /// Move the claim from call `expected` to call `desired` in one RMW: a
-  /// re-arm hands the claim to its new call, the claim's call takes it back
-  /// to 0 when it runs.  Exactly one of a running call and a concurrent
-  /// re-arm wins, so a call that clears scheduled_ never races a re-arm into
-  /// leaving a third call behind.
-  ///
-  /// Thread: the re-armer, or the main thread in the pending call.
-  /// Memory ordering: acq_rel CAS, acquire on failure.  A re-armer records
-  /// the call it supersedes (take_supersede(), take_main_rearm()) before it
-  /// moves the claim; a running call that finds the claim moved (its CAS
-  /// fails, reading the re-armer's value) therefore sees that record in its
-  /// next load (call_ran()).  The clear of scheduled_ that follows a won
-  /// move is seq_cst.
-  /// Errors: none.
-  /// Source: this project; the race is the model's trail "a re-arm overtakes
-  /// the claim's call while it runs" (tests/model/deferred_cleanup.pml).
-  /// @param expected the claim's call the caller saw
-  /// @param desired the new claim's call, or 0 for none
-  /// @return true if the claim moved
-  bool move_claim_seq(std::uint64_t expected, std::uint64_t desired) noexcept {
-    // release: publishes the caller's record; acquire: sees the winner's.
-    return claim_seq_.compare_exchange_strong(expected, desired, std::memory_order_acq_rel,
-                                              std::memory_order_acquire);
-  }
-
-  /// The sequence number of the current claim's call.
-  ///
-  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
-  /// Source: this project.
-  /// @return the sequence number, 0 before any claim
-  std::uint64_t claim_seq() const noexcept {
-    // Heuristic; see set_claim_seq().
-    return claim_seq_.load(std::memory_order_relaxed);
-  }
-
-  /// Take the right to supersede the current claim's call, whose sequence
-  /// number is `old_seq`: superseded_seq_ 0 -> old_seq.  At most one
-  /// superseded call may be outstanding besides the claim's call, so without
-  /// the main thread's call (take_main_rearm()) at most two of the queue's
-  /// calls are outstanding.
-  ///
-  /// Thread: a producer or the main thread that found a stale claim.
-  /// Memory ordering: relaxed CAS (the number orders nothing).
-  /// Errors: none.
-  /// Source: this project.
-  /// @param old_seq the sequence number of the call being superseded
-  /// @return true if this caller may add one more pending call
-  bool take_supersede(std::uint64_t old_seq) noexcept {
-    std::uint64_t none = 0;
-    // Bounds superseded calls at one; orders nothing.
-    return superseded_seq_.compare_exchange_strong(none, old_seq == 0 ? 1 : old_seq,
-                                                   std::memory_order_relaxed);
-  }
-
-  /// Give the right back after the superseding call was refused.
-  ///
-  /// Thread: the re-armer.  Memory ordering: relaxed.  Errors: none.
-  /// Source: this project.
-  void release_supersede() noexcept {
-    // Only the re-armer that took it gives it back.
-    superseded_seq_.store(0, std::memory_order_relaxed);
-  }
-
-  /// Superseded calls possibly still outstanding (0 or 1).
-  ///
-  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
-  /// Source: this project.
-  /// @return the count at some instant
-  std::uint32_t superseded() const noexcept {
-    // Snapshot only.
-    return superseded_seq_.load(std::memory_order_relaxed) != 0 ? 1u : 0u;
-  }
-
-  /// Take the main thread's right to re-arm past the bound for its call
-  /// numbered `seq`: main_seq_ 0 -> seq.  At most one such call is
-  /// outstanding; it is cleared, like the superseded record, when it or any
-  /// newer call runs (call_ran()).  With the claim's call and one superseded
-  /// call, at most three of the queue's calls are ever outstanding.
-  ///
-  /// Thread: the main thread at an entry point (scheduling.hpp,
-  /// rearm_if_stale).  Never blocks.
-  /// Memory ordering: relaxed CAS (mutual exclusion on one location; the
-  /// number orders nothing).
-  /// Errors: none.
-  /// Source: this project.
-  /// @param seq the sequence number of the main thread's new call (>= 1)
-  /// @return true if the caller may add that call
-  bool take_main_rearm(std::uint64_t seq) noexcept {
-    std::uint64_t none = 0;
-    // Bounds the main thread's calls at one; orders nothing.
-    return main_seq_.compare_exchange_strong(none, seq, std::memory_order_relaxed);
-  }
-
-  /// Give the main thread's right back after its call was not added.
-  ///
-  /// Thread: the main thread that took it.  Never blocks.
-  /// Memory ordering: relaxed CAS: clears only `seq`, never a newer record.
-  /// Errors: none.
-  /// Source: this project.
-  /// @param seq the number given to take_main_rearm()
-  void release_main_rearm(std::uint64_t seq) noexcept {
-    // Only the number this caller recorded; orders nothing.
-    main_seq_.compare_exchange_strong(seq, 0, std::memory_order_relaxed);
-  }
-
-  /// Whether the main thread's call past the bound may be outstanding (0 or 1).
-  ///
-  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
-  /// Source: this project.
-  /// @return the count at some instant
-  std::uint32_t main_rearmed() const noexcept {
-    // Snapshot only.
-    return main_seq_.load(std::memory_order_relaxed) != 0 ? 1u : 0u;
-  }
-
-  /// A pending call with sequence number `seq` runs: account for it.
-  /// CPython runs the pending calls of one ring first in, first out, so when
-  /// the superseded call or any newer one runs, the superseded call has run
-  /// or was lost: the right to supersede is free again.  The same holds for
-  /// the main thread's call (main_seq_).  Only the recorded number is cleared
-  /// (a CAS), never one a concurrent re-arm has just taken.
-  ///
-  /// The claim is taken back before the records are read.  Read the
-  /// other way round, a re-arm could record this very call as superseded and
-  /// move the claim after the record was read but before the claim move:
-  /// this call would then drain as a superseded call and leave its own
-  /// number recorded, and with the re-arm's call lost nothing newer would
-  /// ever clear it (spin's trail, tests/model: liveness with one lost call).
-  /// Claim first, either the claim move wins (the re-arm's move fails and it
-  /// gives its record back) or the re-arm's move won, and then its record is
-  /// visible here (move_claim_seq()) and cleared by the FIFO rule.
-  ///
-  /// Thread: main thread, in the pending call.  Never blocks.
-  /// Memory ordering: the claim move is acq_rel/acquire (move_claim_seq());
-  /// the records and ran_max_seq_ are relaxed (see take_supersede()).
-  /// Errors: none.
-  /// Source: Python/ceval_gil.c v3.12.0 (_push_pending_call and
-  /// _pop_pending_call: a ring buffer, first in, first out).
-  /// @param seq the running call's sequence number
-  /// @return true if this is the current claim's call (it must clear
-  ///         scheduled_); false for a superseded call (it only drains)
-  bool call_ran(std::uint64_t seq) noexcept {
-    std::uint64_t r = ran_max_seq_.load(std::memory_order_relaxed);  // heuristic
-    // Highest number that ran; only the main thread writes it.  Before the
-    // claim move, so a refused re-arm that moves the claim back afterwards
-    // sees that this call ran (ran_at_least()) and gives the claim back.
-    while (seq > r && !ran_max_seq_.compare_exchange_weak(r, seq, std::memory_order_relaxed)) {
-    }
-    // Then the claim, before the records: the claim's call takes it back.
-    const bool claims = move_claim_seq(seq, 0);
-    std::uint64_t s = superseded_seq_.load(std::memory_order_relaxed);  // heuristic
-    if (s != 0 && seq >= s) {
-      // FIFO: the superseded call is gone; clear only that number.
-      superseded_seq_.compare_exchange_strong(s, 0, std::memory_order_relaxed);
-    }
-    std::uint64_t m = main_seq_.load(std::memory_order_relaxed);  // heuristic
-    if (m != 0 && seq >= m) {
-      // FIFO: the main thread's call is gone; clear only that number.
-      main_seq_.compare_exchange_strong(m, 0, std::memory_order_relaxed);
-    }
-    return claims;
-  }
-
-  /// Whether a call numbered `seq` or higher has run (FIFO: then call `seq`
-  /// has run or was lost).
-  ///
-  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
-  /// Source: this project.
-  /// @param seq a call's sequence number
-  /// @return true if the highest number that ran is at least `seq`
-  bool ran_at_least(std::uint64_t seq) const noexcept {
-    // Heuristic; see call_ran().
-    return ran_max_seq_.load(std::memory_order_relaxed) >= seq;
-  }
-
-  /// Pending calls of the queue possibly outstanding, an upper bound: the
-  /// current claim's call, if claimed, plus a superseded one, plus the main
-  /// thread's call past the bound (which also stands for the claim's call
-  /// that it superseded, unrecorded).  Snapshot (statistics, tests).
-  ///
-  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
-  /// Source: this project.
-  /// @return 0, 1, 2 or 3
-  std::uint32_t calls_outstanding() const noexcept {
-    return (scheduled_snapshot() ? 1u : 0u) + superseded() + main_rearmed();
-  }
-
-  /// Record when the current claim was made (host clock, nanoseconds; 0 for
-  /// none).
-  ///
-  /// Thread: the claimant, the re-armer or the drain.
-  /// Memory ordering: relaxed: a heuristic for the re-arm rule; a stale or
-  /// torn view can only make a re-arm early or late, never exceed three calls.
-  /// Errors: none.
-  /// Source: this project.
-  /// @param ns host clock at the claim, or 0
-  void set_claimed_at(std::int64_t ns) noexcept {
-    // Heuristic only.
-    claimed_at_ns_.store(ns, std::memory_order_relaxed);
-  }
-
-  /// When the current claim was made (0 for none).
-  ///
-  /// Thread: any.  Memory ordering: relaxed.  Errors: none.
-  /// Source: this project.
-  /// @return host clock in nanoseconds, or 0
-  std::int64_t claimed_at() const noexcept {
-    // Heuristic only.
-    return claimed_at_ns_.load(std::memory_order_relaxed);
-  }
-
-  /// Start the claim's stale clock once its call was added: claim time
-  /// 0 -> `now`, only while call `seq` is still the claim's call (a claim is
-  /// never stale before its call is in the host's ring, so a re-arm can never
-  /// overtake the call it supersedes and break the first-in, first-out order
-  /// that call_ran() relies on).
-  ///
-  /// Thread: the claimant or the re-armer, after add_pending_call returned 0.
-  /// Memory ordering: relaxed (a heuristic; a call that already ran took
-  /// the claim back to 0, and re-arming needs a non-zero claim).
-  /// Errors: none.
-  /// Source: this project.
-  /// @param seq the added call's number
-  /// @param now the caller's clock
-  void start_stale_clock(std::uint64_t seq, std::int64_t now) noexcept {
-    if (claim_seq() != seq) return;  // it ran already, or a re-arm moved on
-    std::int64_t zero = 0;
-    // Heuristic only.
-    claimed_at_ns_.compare_exchange_strong(zero, now, std::memory_order_relaxed);
-  }
-
-  /// Move the claim time from `seen` to 0, so that one re-armer wins per
-  /// stale claim (the re-armer starts the clock again once its call was
-  /// added).
-  ///
-  /// Thread: any.  Memory ordering: relaxed CAS.  Errors: none.
-  /// Source: this project.
-  /// @param seen the value read by claimed_at()
-  /// @return true if this caller moved it
-  bool take_stale_claim(std::int64_t seen) noexcept {
-    // One winner per stale claim; orders nothing.
-    return claimed_at_ns_.compare_exchange_strong(seen, 0, std::memory_order_relaxed);
-  }
-
-  /// How old a claim must be before it may be re-armed (nanoseconds).
-  ///
-  /// Thread: any.  Memory ordering: relaxed (a setting).  Errors: none.
-  /// Source: this project (deferred_cleanup.configure(stale_claim_s=...)).
-  /// @return the bound in nanoseconds
-  std::int64_t stale_bound_ns() const noexcept {
-    // A setting.
-    return stale_bound_ns_.load(std::memory_order_relaxed);
-  }
-
-  /// Set the stale-claim bound (nanoseconds, > 0).
-  ///
-  /// Thread: any (the main thread in the CPython host).
-  /// Memory ordering: relaxed (a setting).  Errors: none.
-  /// Source: this project.
-  /// @param ns the new bound
-  void set_stale_bound_ns(std::int64_t ns) noexcept {
-    // A setting.
-    stale_bound_ns_.store(ns, std::memory_order_relaxed);
-  }
-
-  /// Re-entrancy flag of the drain.  A cleanup can run Python code, which can
-  /// run a pending call or an entry point that tries to drain again; the
-  /// nested drain returns at once and the outer loop takes the new items.
+  /// Re-entrancy flag of the drain.  A cleanup can run Python code that
+  /// calls an entry point, which tries to drain again (CPython never nests
+  /// pending calls: drain.hpp); drain_all() sees the flag and returns at once,
+  /// and the outer loop takes the new items.
   ///
   /// Thread: main thread only.  Memory ordering: plain (one thread).
   /// Errors: none.
@@ -794,12 +489,7 @@ class BasicQueue {
     in_flight_.store(0, std::memory_order_relaxed);
     // One thread in the child.
     scheduled_.store(false, std::memory_order_relaxed);
-    // One thread in the child.
-    superseded_seq_.store(0, std::memory_order_relaxed);
-    // One thread in the child.
-    main_seq_.store(0, std::memory_order_relaxed);
-    // One thread in the child.
-    claimed_at_ns_.store(0, std::memory_order_relaxed);
+    rearm.reset_after_fork();  // re-arming: no record or stale clock survives in the child
     draining_ = draining_ && forked_by_drain_thread;
     stats.forks.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
@@ -821,8 +511,13 @@ class BasicQueue {
     return n;
   }
 
-  /// Statistics counters (relaxed; snapshot only).
+  /// Statistics counters (relaxed; snapshot only; host.hpp).
   Stats stats;
+  /// The host's settings (configure(); relaxed; host.hpp).
+  Settings settings;
+  /// The re-arm rule's state (reference; rearm_state.hpp): the tokens name
+  /// this queue.
+  RearmState<P> rearm{this};
 
  private:
   const Host* const host_;
@@ -837,29 +532,9 @@ class BasicQueue {
   alignas(DC_QUEUE_FIELD_ALIGN) std::atomic<std::uint32_t> in_flight_{0};
   /// The host may run cleanups.  Cleared once by shutdown.
   std::atomic<bool> alive_{true};
-  /// Slots of the reference's call tokens (queue.hpp, CallToken).
-  static constexpr std::size_t kTokens = 64;
-  CallToken tokens_[kTokens];
-  /// Sequence numbers of pending calls (reference).
-  std::atomic<std::uint64_t> next_seq_{0};
-  /// Highest sequence number of a call that ran (reference).
-  std::atomic<std::uint64_t> ran_max_seq_{0};
-  /// Sequence number of the current claim's call (reference).
-  std::atomic<std::uint64_t> claim_seq_{0};
-  /// Sequence number of the superseded call possibly outstanding, 0 for
-  /// none (re-arm bound).
-  std::atomic<std::uint64_t> superseded_seq_{0};
-  /// Sequence number of the main thread's call past the re-arm bound possibly
-  /// outstanding, 0 for none.
-  std::atomic<std::uint64_t> main_seq_{0};
-  /// Host clock at the current claim, 0 for none (re-arm heuristic).
-  std::atomic<std::int64_t> claimed_at_ns_{0};
-  /// Re-arm a claim older than this (nanoseconds); default one second.
-  std::atomic<std::int64_t> stale_bound_ns_{1'000'000'000};
   /// A drain runs on the main thread (re-entrancy guard).
   bool draining_ = false;
 };
-// [end-doc:queue]
 
 /// The queue of the reference variant.
 ///

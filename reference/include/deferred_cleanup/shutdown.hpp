@@ -16,7 +16,7 @@
 // interpreter is still fully alive: during the Python `atexit` phase, which
 // CPython runs before it sets its finalizing flag (Python/pylifecycle.c,
 // Py_FinalizeEx, v3.12.0: _PyAtExit_Call comes before
-// _PyRuntimeState_SetFinalizing).  The CPython host (reference/src/host.cpp)
+// _PyRuntimeState_SetFinalizing).  The CPython host (reference/src/exit.cpp)
 // runs the sequence below from an exit hook, and keeps draining on the main
 // thread until finalization begins:
 //
@@ -86,7 +86,7 @@ namespace deferred_cleanup {
 /// Default bound of the gate wait in shutdown_at_exit().
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
-/// Source: this project (see the essay: not reached in practice).
+/// Source: this project (shutdown.hpp's essay: not reached in practice).
 inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
 
 /// What the reference shutdown sequence did.

@@ -284,11 +284,10 @@ def configure(exit_wait_s: float | None = None, stale_claim_s: float | None = No
             work that holds the last reference.  ``None`` keeps the current
             value.
         stale_claim_s (float | None): seconds after which a claimed pending
-            call that has not run may be re-armed (a second pending call is
-            added; at most two are ever outstanding, three when the main
-            thread re-arms past the bound after two lost calls; default
-            1.0).  ``None``
-            keeps the current value.
+            call that has not run may be re-armed (one more pending call is
+            added; at most three of the queue's calls are ever outstanding,
+            the third only when the main thread re-arms past the bound after
+            two lost calls; default 1.0).  ``None`` keeps the current value.
 
     Returns:
         None.
@@ -342,7 +341,7 @@ def _register_exit_hook(sequence) -> None:
     run each handler twice.  The sequence is registered at import, as a
     plain handler; handlers registered before the import run after it, and a
     graph they destroy gets the sequence's wait again at its destroy
-    (``release_after_exit`` in reference/src/host.cpp).  The same plain
+    (``release_after_exit`` in reference/src/exit.cpp).  The same plain
     registration is used where ``threading._register_atexit`` is missing.
 
     Args:
