@@ -105,14 +105,6 @@
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/rearm_state.hpp"
 
-/// The alignment of the queue's three contended fields (head_, scheduled_,
-/// in_flight_), each on a cache line of its own, so that producers' CASes on
-/// head_ do not take away the line their fast-path load of scheduled_ reads.
-/// The benchmarks also build with 8, where the three share one line.
-#ifndef DC_QUEUE_FIELD_ALIGN
-#define DC_QUEUE_FIELD_ALIGN 64
-#endif
-
 namespace deferred_cleanup {
 
 /// The process-wide MPSC queue plus its scheduling and shutdown flags, with
