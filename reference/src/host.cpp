@@ -51,6 +51,9 @@
 
 namespace deferred_cleanup::host {
 
+// Py_AddPendingCall, or inside a PEP 788 guard when built so (host_pep788.cpp).
+int guarded_add_pending_call(int (*fn)(void*), void* arg);
+
 Variant g_variant = Variant::reference;
 ReferenceQueue* g_reference = nullptr;
 SeedQueue* g_seed = nullptr;
@@ -113,7 +116,7 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
   }
   int rc = 0;
   if (!test_hook_lose_call()) {
-    rc = Py_AddPendingCall(&host_trampoline, arg);
+    rc = guarded_add_pending_call(&host_trampoline, arg);  // host_pep788.cpp
   }
   // Read by the backstop's wait.
   g_in_host.fetch_sub(1, std::memory_order_release);

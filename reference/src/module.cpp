@@ -7,6 +7,9 @@
 namespace deferred_cleanup::bindings {
 void register_probe(pybind11::module_& m);  // reference/src/probe.cpp
 }  // namespace deferred_cleanup::bindings
+namespace deferred_cleanup::host {
+void register_guard(pybind11::module_& m);  // reference/src/host_pep788.cpp
+}  // namespace deferred_cleanup::host
 
 PYBIND11_MODULE(_native, m) {
   // The queue and its shutdown hook are process-wide and bound to the main
@@ -22,4 +25,5 @@ PYBIND11_MODULE(_native, m) {
   deferred_cleanup::host::init_host(m);
   deferred_cleanup::host::register_api(m);
   deferred_cleanup::host::register_test_hooks(m);
+  deferred_cleanup::host::register_guard(m);
 }
