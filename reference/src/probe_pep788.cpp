@@ -44,13 +44,13 @@ namespace {
 #define DC_HAVE_PEP788 0
 #endif
 
+#if DC_HAVE_PEP788
 using Clock = std::chrono::steady_clock;
 const Clock::time_point g_epoch788 = Clock::now();
 double ms_now() {
   return std::chrono::duration<double, std::milli>(Clock::now() - g_epoch788).count();
 }
 
-#if DC_HAVE_PEP788
 // Made at import (register_probe_pep788) on the main thread; read-only after.
 PyInterpreterView* g_view = nullptr;
 
