@@ -13,6 +13,7 @@ matrix; a row is never a copy of the probe's output.
 Interface::
 
     expected(field: str, version: tuple[int, int] = sys.version_info[:2]) -> value
+    assumed(field, version) -> (value, newer)   # newest row for a newer version
     FIELDS: tuple[str, ...]     # every field, in table order
     rows(field) -> list[Fact]   # the rows of one field
 
@@ -348,6 +349,34 @@ def expected(field: str, version: Version | None = None) -> Any:
     :raises KeyError: unknown field, or no row covers that version.
     """
     return fact(field, version).value
+
+
+def newest() -> Version:
+    """The newest CPython version the table has rows for.
+
+    :returns: (major, minor), e.g. ``(3, 15)``.
+    """
+    return max(f.hi for f in TABLE)
+
+
+def assumed(field: str, version: Version | None = None) -> tuple[Any, bool]:
+    """The value to expect of ``field``, also on a version newer than the table.
+
+    On a version the table covers this is :func:`expected`; on a newer one
+    (e.g. CPython's main branch) it is the newest row's value, and the caller
+    reports a difference as news rather than as a failure (as ``probe --check``
+    does without ``--strict``).
+
+    :param field: field name (str), one of :data:`FIELDS`.
+    :param version: (major, minor) tuple; default ``sys.version_info[:2]``.
+    :returns: (value, newer): the value, and whether it was taken from the
+        newest row because ``version`` is newer than the table (bool).
+    :raises KeyError: unknown field, or a version older than the table.
+    """
+    v = tuple(version if version is not None else sys.version_info[:2])[:2]
+    if v > newest():
+        return expected(field, newest()), True
+    return expected(field, v), False
 
 
 def _check_table() -> None:
