@@ -484,7 +484,10 @@ bool shut_down() {
          g_counters.shutdown_done.load(std::memory_order_relaxed);
 }
 
+std::mutex g_graphs_mu;
+
 std::uint64_t payloads_in_live_graphs() {
+  std::lock_guard<std::mutex> lk(g_graphs_mu);
   std::uint64_t n = 0;
   for (const PyGraph* g : g_live_graphs)
     if (!g->destroyed) n += g->payloads.size();
@@ -492,15 +495,22 @@ std::uint64_t payloads_in_live_graphs() {
 }
 
 std::uint64_t graphs_alive() {
+  std::lock_guard<std::mutex> lk(g_graphs_mu);
   std::uint64_t n = 0;
   for (const PyGraph* g : g_live_graphs) n += g->destroyed ? 0 : 1;
   return n;
 }
 
-PyGraph::PyGraph() { g_live_graphs.insert(this); }
+PyGraph::PyGraph() {
+  std::lock_guard<std::mutex> lk(g_graphs_mu);
+  g_live_graphs.insert(this);
+}
 
 PyGraph::~PyGraph() {
-  g_live_graphs.erase(this);
+  {
+    std::lock_guard<std::mutex> lk(g_graphs_mu);
+    g_live_graphs.erase(this);
+  }
   if (!destroyed) {
     try {
       destroy_once();
@@ -514,9 +524,12 @@ PyGraph::~PyGraph() {
 }
 
 void PyGraph::destroy_once() {
-  if (destroyed) return;
-  destroyed = true;  // even if the driver fails, never destroy twice
-  payloads.clear();  // the driver's destructors own them from here on
+  {
+    std::lock_guard<std::mutex> lk(g_graphs_mu);  // not held across the driver call
+    if (destroyed) return;
+    destroyed = true;  // even if the driver fails, never destroy twice
+    payloads.clear();  // the driver's destructors own them from here on
+  }
   driver->destroy(handle);
 }
 
@@ -681,6 +694,7 @@ void after_fork_child() {
     // The child has one thread: g_drivers_mu cannot be held by another, but
     // it may have been held at fork time; make a new one.
     new (&g_drivers_mu) std::mutex;
+    new (&g_graphs_mu) std::mutex;  // the same for the graphs' lock (host.hpp)
     for (auto& w : g_sim_drivers)
       if (auto d = w.lock()) all.push_back(std::move(d));
   }
