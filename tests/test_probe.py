@@ -125,7 +125,13 @@ def test_raw_timings_are_kept_apart(measured):
 
 # ---------------------------------------------------------------- the expected table
 def test_expected_interface():
-    assert cpython_facts.expected("capacity") == cpython_facts.expected("capacity", VERSION)
+    if VERSION > NEWEST:
+        with pytest.raises(KeyError):  # no row covers a version newer than the table
+            cpython_facts.expected("capacity")
+        assert cpython_facts.assumed("capacity") == (cpython_facts.expected("capacity", NEWEST), True)
+    else:
+        assert cpython_facts.expected("capacity") == cpython_facts.expected("capacity", VERSION)
+        assert cpython_facts.assumed("capacity") == (cpython_facts.expected("capacity", VERSION), False)
     with pytest.raises(KeyError):
         cpython_facts.expected("no.such.field")
     with pytest.raises(KeyError):
