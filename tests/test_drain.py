@@ -226,3 +226,30 @@ def test_reference_cleans_at_next_entry_point_with_bounded_delay(scenario):
     if cpython_facts.assumed("delay.busy_python")[0] == "starved":
         assert r["direct_drains"] >= 1, "on 3.10-3.12 only the direct drain can have cleaned"
     sys.stdout.write(f"\nreference delay under a busy main thread: {r['delay_ms']:.3f} ms\n")
+
+
+# ---------------------------------------------------------------- a main thread in one blocking wait
+def test_a_main_thread_blocked_in_join_releases_only_after_it(scenario):
+    """cuda-core's lifetime-test shape (NVIDIA/cuda-python #2403; docs Caveats):
+    a worker releases the destructor call and polls for 1 s while the main
+    thread is in ``worker.join()``.  The pending call cannot run inside that one
+    C call: the payload is released on the main thread, after the join.  The
+    callback may fire before the main thread reaches its join on a loaded
+    machine (then it is released at once): up to 5 attempts, stop at the first
+    witness.  A sleeping loop on the main thread releases it at once."""
+    seen = []
+    for _ in range(5):
+        out = scenario("poll_from_worker", "join", "1.0", timeout_s=60)
+        assert out["rc"] == 0, out["stderr"]
+        r = out["result"]
+        seen.append(r)
+        assert r["release_thread"] == "main", r
+        if not r["released"]:
+            assert r["release_s"] is not None and r["release_s"] >= 1.0, r
+            break
+    else:
+        pytest.fail(f"the callback fired before join() in all of 5 attempts: {seen}")
+    out = scenario("poll_from_worker", "sleep", "5.0", timeout_s=60)
+    assert out["rc"] == 0, out["stderr"]
+    r = out["result"]
+    assert r["released"] is True and r["release_thread"] == "main" and r["release_s"] < 5.0, r
