@@ -12,7 +12,11 @@ gate) or hanging at exit (inherited driver threads); the child must release
 child must exit promptly.  Source: POSIX fork(2) (only the calling thread is
 duplicated); CPython Doc/library/os.rst (register_at_fork).
 """
+import sysconfig
+
 import pytest
+
+FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 MODES = ["main", "in-cleanup", "worker-during-drain", "worker", "gate"]
 
@@ -44,6 +48,15 @@ def test_child_cleans_new_payloads(scenario, tmp_path, mode):
         assert child["stuck"] is True, child
         assert child["released_by_pending_call"] == 0, ("CPython now runs pending calls in a child forked "
                                                          f"during one: update docs Caveats, fork(): {child}")
+    elif mode == "worker" and FREE_THREADED:
+        # Free-threaded builds: the pending call signals the parent's main
+        # thread state (_PyRuntime.main_tstate, set once in Python/pylifecycle.c
+        # and not updated after fork), and there is no GIL hand-over to
+        # recompute the child's eval breaker (Python/ceval_gil.c), so a child
+        # forked by a worker runs no pending call (docs Caveats, fork()).
+        assert child["stuck"] is True, child
+        assert child["released_by_pending_call"] == 0, ("CPython now runs pending calls in a child forked by a "
+                                                         f"worker on a free-threaded build: update docs Caveats: {child}")
     else:
         assert child["stuck"] is False, child
         assert child["released_by_pending_call"] == 20, child

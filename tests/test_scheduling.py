@@ -57,8 +57,8 @@ def test_saturation_nothing_cleaned_nothing_lost_then_retry_cleans(dc, delta, wa
     d = delta()
     base = dc._native._test_noop_runs()
     r = dc._native._test_saturate(driver, threads=8)
-    assert r["filled"] == cpython_facts.expected("capacity")
-    assert r["refused_rc"] == cpython_facts.expected("full.returns")
+    assert r["filled"] == cpython_facts.assumed("capacity")[0]
+    assert r["refused_rc"] == cpython_facts.assumed("full.returns")[0]
     after = r["after"]
     assert after["enqueued"] - d.before["enqueued"] == n, "every callback enqueued"
     assert after["cleaned"] - d.before["cleaned"] == 0, "nothing cleaned while the ring is full"

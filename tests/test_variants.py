@@ -83,7 +83,7 @@ def test_every_variant_releases_a_burst_once_on_the_main_thread(variant):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_entry_points_inside_a_busy_loop(variant):
     r = _run(BUSY, variant)
-    starved = cpython_facts.expected("delay.busy_python") == "starved"
+    starved = cpython_facts.assumed("delay.busy_python")[0] == "starved"
     if variant == "reference" or not starved:
         assert r["during"] == 32, r
     else:

@@ -504,6 +504,7 @@ def cmd_probe(a) -> int:
     reporter = ready[0]
     missing = [f"{i.name}: {i.why_missing}" for i in envs if i not in ready] + failed
     argv = [reporter.py, "-m", "deferred_cleanup.report", "--out-dir", str(out),
+            "--outside-ci=notes/interpreters",  # relative to REPO, the reporter's cwd
             *[f"--missing={m}" for m in missing], *results]
     rc = run_in(reporter, argv, cwd=REPO).returncode
     combined = out / "probe.json"

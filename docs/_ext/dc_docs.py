@@ -36,6 +36,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from docutils import nodes
@@ -317,6 +318,60 @@ class ProbeMatrix(SphinxDirective):
             logger.warning("probe-matrix: %s", p, location=self.get_location())
         container = nodes.container(classes=["probe-matrix"])
         self.state.nested_parse(StringList(rst.splitlines(), source=str(path)), self.content_offset, container)
+        return [container]
+
+
+class InterpreterRuns(SphinxDirective):
+    """Render the runs saved under ``notes/interpreters/`` (tools/interpreter_run.py):
+    one summary table (CPython version, configure flags, source, environment,
+    suite counts, the commit measured and whether the code moved since), then
+    the probe's table of those interpreters, compared with the expected table
+    (a version newer than the table: with its newest row, as news)."""
+
+    has_content = False
+    option_spec = {"dir": directives.unchanged}
+
+    def run(self):
+        rel = self.options.get("dir", "notes/interpreters")
+        files = sorted((REPO / rel).glob("*.json"))
+        for f in files:
+            self.env.note_dependency(str(f))
+        if not files:
+            para = nodes.paragraph(text=f"No run measured outside CI is saved ({rel} has none).")
+            return [para]
+        runs = [json.loads(f.read_text()) for f in files]
+        sys.path.insert(0, str(REPO / "tools"))
+        import provenance  # tools/provenance.py
+
+        rows = [".. list-table:: Measured here, outside CI", "   :header-rows: 1", "",
+                "   * - Run", "     - CPython", "     - configure", "     - source", "     - suite",
+                "     - measured at"]
+        for run in runs:
+            cp, su, pv = run["cpython"], run["suite"], run.get("provenance", {})
+            changed = provenance.changed(pv) if pv else []
+            at = f"``{pv.get('commit', '?')[:10]}``" + (" (dirty)" if pv.get("dirty") else "")
+            if changed:
+                at += f"; since then {len(changed)} source file(s) changed"
+            suite = f"{su['passed']} passed, {su['failed']} failed, {su['skipped']} skipped"
+            if su.get("failures"):
+                suite += ": " + ", ".join(f"``{t}``" for t in su["failures"])
+            env = f" ({run['env']})" if run.get("env") else ""
+            rows += [f"   * - ``{run['tag']}``", f"     - {cp['version']}{env}", f"     - ``{cp['configure']}``",
+                     f"     - {cp['source']}", f"     - {suite}", f"     - {at}"]
+        rows.append("")
+        for run in runs:
+            if run.get("note"):
+                rows += [f"* ``{run['tag']}``: {run['note']}"]
+        rows.append("")
+        from dc_probe_table import render  # docs/_ext/dc_probe_table.py
+
+        facts, why = _load_facts()
+        rst, problems = render({"interpreters": [r["probe"] for r in runs]}, facts, why,
+                               label_prefix="outside-", require_all=False)
+        for p in problems:
+            logger.warning("interpreter-runs: %s", p, location=self.get_location())
+        container = nodes.container(classes=["probe-matrix"])
+        self.state.nested_parse(StringList(rows + rst.splitlines(), source=rel), self.content_offset, container)
         return [container]
 
 
@@ -1045,6 +1100,7 @@ def setup(app: Sphinx):
     app.connect("doctree-resolved", resolve_repo_files)
     app.connect("html-collect-pages", repo_pages)
     app.add_directive("probe-matrix", ProbeMatrix)
+    app.add_directive("interpreter-runs", InterpreterRuns)
     app.add_directive("component-quotes", ComponentQuotes)
     app.add_directive("lost-wakeup-table", LostWakeupTable)
     app.add_directive("gate-sb-table", GateSbTable)

@@ -103,11 +103,12 @@ def _cell(text: str) -> str:
     return text.replace("\n", " ")
 
 
-def _label(field: str, i: int) -> str:
-    return "fact-" + re.sub(r"[^a-z0-9]+", "-", field.lower()) + f"-{i}"
+def _label(field: str, i: int, prefix: str = "") -> str:
+    return prefix + "fact-" + re.sub(r"[^a-z0-9]+", "-", field.lower()) + f"-{i}"
 
 
-def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
+def render(data: Any, facts: Any, facts_why: str = "", label_prefix: str = "",
+           require_all: bool = True) -> tuple[str, list[str]]:
     """Make the version table.
 
     Args:
@@ -116,6 +117,10 @@ def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
             cannot be imported (the table is then made without expectations,
             and that is reported as a problem).
         facts_why (str): why ``facts`` is None.
+        label_prefix (str): prefix of the footnote labels, so that two tables
+            can share a page.
+        require_all (bool): report each CPython 3.10 to 3.15 without a result
+            as a problem (the CI table); False for runs measured elsewhere.
 
     Returns:
         tuple: the reStructuredText (str) and the problems (list[str]: a
@@ -130,7 +135,7 @@ def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
     results = sorted(results, key=lambda r: (_version(r), bool(r["interpreter"].get("debug")),
                                              str(r["interpreter"].get("name"))))
     have = {f"{a}.{b}" for a, b in map(_version, results)}
-    for minor in REQUIRED_MINORS:
+    for minor in REQUIRED_MINORS if require_all else []:
         if minor not in have:
             problems.append(f"no probe result for CPython {minor}")
     if facts is None:
@@ -155,7 +160,7 @@ def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
         fact_rows = facts.rows(field) if facts is not None else []
         refs = ""
         for i, row in enumerate(fact_rows):
-            label = _label(field, i)
+            label = _label(field, i, label_prefix)
             refs += f" [#{label}]_"
             span = f"{row.lo[0]}.{row.lo[1]}" + ("" if row.lo == row.hi else f" to {row.hi[0]}.{row.hi[1]}")
             footnotes += [f".. [#{label}] ``{field}`` = {_lit(row.value)} on CPython {span}. {row.cite}", ""]
@@ -167,7 +172,14 @@ def render(data: Any, facts: Any, facts_why: str = "") -> tuple[str, list[str]]:
             got = r["fields"][field]
             text = _lit(got)
             if facts is not None and fact_rows:
+                newest = max(f.hi for f in facts.TABLE)
                 try:
+                    if _version(r) > newest:  # newer than the table: compared with the newest row, as news
+                        want = facts.expected(field, newest)
+                        if (type(want), want) != (type(got), got):
+                            text = f"**{_lit(got)}** (news: {_lit(want)} on {newest[0]}.{newest[1]})"
+                        lines.append(f"     - {_cell(text)}")
+                        continue
                     want = facts.expected(field, _version(r))
                 except KeyError:
                     want = None

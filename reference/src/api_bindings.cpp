@@ -8,10 +8,12 @@
 // unless Graph's tp_traverse visits the payloads it owns; its tp_clear
 // destroys the driver graph, after which the destructors release the
 // payloads on the main thread as usual.
+#include <pybind11/critical_section.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <mutex>
 #include <string>
 #include <system_error>
 
@@ -28,8 +30,11 @@ void graph_attach(PyGraph& g, py::object obj, py::object finalizer) {
     throw ShutdownError("deferred_cleanup has shut down (interpreter exit): attach() refused, the object was not retained");
   if (!finalizer.is_none() && !PyCallable_Check(finalizer.ptr()))
     throw py::type_error("finalizer must be callable or None");
-  if (g.payloads.size() == g.payloads.capacity()) {
-    g.payloads.reserve(std::max<std::size_t>(16, 2 * g.payloads.capacity()));  // may throw: nothing created yet
+  {
+    std::lock_guard<std::mutex> lk(g_graphs_mu);  // counters() reads the vector of every graph
+    if (g.payloads.size() == g.payloads.capacity()) {
+      g.payloads.reserve(std::max<std::size_t>(16, 2 * g.payloads.capacity()));  // may throw: nothing created yet
+    }
   }
   PyPayload* p = new_payload(obj, finalizer);
   AttachResult r;
@@ -44,8 +49,11 @@ void graph_attach(PyGraph& g, py::object obj, py::object finalizer) {
   switch (r.status) {
     case AttachStatus::attached:
       g_counters.user_objects.fetch_add(1, std::memory_order_relaxed);  // statistics only
-      g.payloads.push_back(p);  // capacity reserved above: no allocation, no throw
-      ++g.attached;
+      {
+        std::lock_guard<std::mutex> lk(g_graphs_mu);
+        g.payloads.push_back(p);  // capacity reserved above: no allocation, no throw
+        ++g.attached;
+      }
       return;
     case AttachStatus::not_created:
       release_uncreated(p);
@@ -70,6 +78,17 @@ void graph_destroy(PyGraph& g) {
   if (host_is_main_thread()) raise_deferred_interrupt();
 }
 
+/// A Graph method run inside the Graph object's critical section (no-op on a
+/// GIL build): see g_graphs_mu in host.hpp for what protects what.
+/// Thread: any Python thread.  Blocks: while another thread runs a method of
+/// the same graph.  Errors: whatever the method raises.
+/// Source: Doc/c-api/init.rst "Python Critical Section API" (3.13+).
+template <auto F, class... A>
+void locked(py::handle self, A... a) {
+  py::scoped_critical_section cs{self};
+  F(py::cast<PyGraph&>(self), std::move(a)...);
+}
+
 std::unique_ptr<PyGraph> create_graph(const std::shared_ptr<Driver>& d) {
   entry();
   auto g = std::make_unique<PyGraph>();
@@ -83,13 +102,29 @@ class CudaDriverBox final : public Driver {
  public:
   explicit CudaDriverBox(const CudaOptions& o) : inner_(make_cuda_driver(&info_, o)) {}
   const char* name() const noexcept override { return "cuda"; }
-  GraphHandle create_graph() override { return inner_->create_graph(); }
-  AttachResult attach(GraphHandle g, DestructorFn fn, void* arg) override { return inner_->attach(g, fn, arg); }
-  void instantiate(GraphHandle g) override { inner_->instantiate(g); }
-  void destroy(GraphHandle g) override { inner_->destroy(g); }
+  // mu_ serializes the calls: the CUDA driver's map of graphs is shared by
+  // every graph of this driver, and Python threads may call at once on a
+  // free-threaded build.  Never held across a call into Python.
+  GraphHandle create_graph() override {
+    std::lock_guard<std::mutex> lk(mu_);
+    return inner_->create_graph();
+  }
+  AttachResult attach(GraphHandle g, DestructorFn fn, void* arg) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    return inner_->attach(g, fn, arg);
+  }
+  void instantiate(GraphHandle g) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    inner_->instantiate(g);
+  }
+  void destroy(GraphHandle g) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    inner_->destroy(g);
+  }
   const CudaInfo& info() const { return info_; }
 
  private:
+  std::mutex mu_;
   CudaInfo info_;
   std::unique_ptr<Driver> inner_;
 };
@@ -124,6 +159,7 @@ void graph_destroy_quietly(PyObject* self) {
   PyObject *type, *value, *tb;
   PyErr_Fetch(&type, &value, &tb);  // tp_finalize must leave the error state alone
   try {
+    py::scoped_critical_section cs{py::handle(self)};  // see g_graphs_mu (host.hpp)
     py::cast<PyGraph&>(py::handle(self)).destroy_once();
   } catch (...) {
     // The collector cannot take an exception; the graph is marked destroyed.
@@ -306,7 +342,8 @@ void register_api(py::module_& m) {
           "str: cuDeviceGetName of device 0.");
 
   graph_class
-      .def("attach", &graph_attach, py::arg("obj"), py::arg("finalizer") = py::none(),
+      .def("attach", locked<&graph_attach, py::object, py::object>, py::arg("obj"),
+           py::arg("finalizer") = py::none(),
            "attach(obj: object, finalizer: Callable[[object], None] | None = None) -> None\n\n"
            "An entry point. Keep obj alive until this graph's new user object dies; then, on the main thread, "
            "call finalizer(obj) (errors go to sys.unraisablehook; KeyboardInterrupt and SystemExit are raised "
@@ -314,17 +351,23 @@ void register_api(py::module_& m) {
            "Raises GraphDestroyedError (graph destroyed), ShutdownError (interpreter exiting), TypeError "
            "(finalizer not callable): obj is not retained. DriverError: creation failed (obj released on the "
            "main thread) or the hand-over failed (obj released through the destructor).")
-      .def("instantiate", &graph_instantiate,
+      .def("instantiate", locked<&graph_instantiate>,
            "instantiate() -> None\n\nAn entry point. Instantiate the graph (CUDA: and launch it once, without "
            "waiting). Raises GraphDestroyedError, DriverError.")
-      .def("destroy", &graph_destroy,
+      .def("destroy", locked<&graph_destroy>,
            "destroy() -> None\n\nAn entry point. Destroy the graph; user objects whose last reference goes "
            "away have their destructors called by the driver. Raises GraphDestroyedError when called twice, "
            "DriverError.")
       .def_property_readonly(
-          "destroyed", [](const PyGraph& g) { return g.destroyed; }, "bool: destroy() was called.")
+          "destroyed", [](py::handle self) {
+            py::scoped_critical_section cs{self};
+            return py::cast<const PyGraph&>(self).destroyed;
+          }, "bool: destroy() was called.")
       .def_property_readonly(
-          "attached", [](const PyGraph& g) { return g.attached; }, "int: objects attached successfully.");
+          "attached", [](py::handle self) {
+            py::scoped_critical_section cs{self};
+            return py::cast<const PyGraph&>(self).attached;
+          }, "int: objects attached successfully.");
 }
 
 }  // namespace deferred_cleanup::host

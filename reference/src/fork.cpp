@@ -39,6 +39,7 @@ void after_fork_child() {
     // The child has one thread: g_drivers_mu cannot be held by another, but
     // it may have been held at fork time; make a new one.
     new (&g_drivers_mu) std::mutex;
+    new (&g_graphs_mu) std::mutex;  // the same for the graphs' lock (host.hpp)
     for (auto& w : g_sim_drivers)
       if (auto d = w.lock()) all.push_back(std::move(d));
   }

@@ -34,6 +34,9 @@
 
 namespace deferred_cleanup::host {
 
+// Py_AddPendingCall, or inside a PEP 788 guard when built so (host_pep788.cpp).
+int guarded_add_pending_call(int (*fn)(void*), void* arg);
+
 Variant g_variant = Variant::reference;
 ReferenceQueue* g_reference = nullptr;
 SeedQueue* g_seed = nullptr;
@@ -100,7 +103,7 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
     while (d > m && !g_check_to_call_max.compare_exchange_weak(m, d, std::memory_order_relaxed)) {
     }
   }
-  const int rc = Py_AddPendingCall(&host_trampoline, arg);
+  const int rc = guarded_add_pending_call(&host_trampoline, arg);  // host_pep788.cpp
   // Read by the backstop's wait.
   g_in_host.fetch_sub(1, std::memory_order_release);
   return rc;
@@ -312,7 +315,10 @@ bool shut_down() {
          g_counters.shutdown_done.load(std::memory_order_relaxed);
 }
 
+std::mutex g_graphs_mu;
+
 std::uint64_t payloads_in_live_graphs() {
+  std::lock_guard<std::mutex> lk(g_graphs_mu);
   std::uint64_t n = 0;
   for (const PyGraph* g : g_live_graphs)
     if (!g->destroyed) n += g->payloads.size();
@@ -320,15 +326,22 @@ std::uint64_t payloads_in_live_graphs() {
 }
 
 std::uint64_t graphs_alive() {
+  std::lock_guard<std::mutex> lk(g_graphs_mu);
   std::uint64_t n = 0;
   for (const PyGraph* g : g_live_graphs) n += g->destroyed ? 0 : 1;
   return n;
 }
 
-PyGraph::PyGraph() { g_live_graphs.insert(this); }
+PyGraph::PyGraph() {
+  std::lock_guard<std::mutex> lk(g_graphs_mu);
+  g_live_graphs.insert(this);
+}
 
 PyGraph::~PyGraph() {
-  g_live_graphs.erase(this);
+  {
+    std::lock_guard<std::mutex> lk(g_graphs_mu);
+    g_live_graphs.erase(this);
+  }
   if (!destroyed) {
     try {
       destroy_once();
@@ -342,9 +355,12 @@ PyGraph::~PyGraph() {
 }
 
 void PyGraph::destroy_once() {
-  if (destroyed) return;
-  destroyed = true;  // even if the driver fails, never destroy twice
-  payloads.clear();  // the driver's destructors own them from here on
+  {
+    std::lock_guard<std::mutex> lk(g_graphs_mu);  // not held across the driver call
+    if (destroyed) return;
+    destroyed = true;  // even if the driver fails, never destroy twice
+    payloads.clear();  // the driver's destructors own them from here on
+  }
   driver->destroy(handle);
 }
 

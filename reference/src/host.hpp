@@ -30,6 +30,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <mutex>
 #include <unordered_set>
 #include <vector>
 
@@ -193,8 +194,26 @@ struct PyGraph {
   void destroy_once();
 };
 
-/// Graphs alive now (main thread, GIL held).
+/// Graphs alive now.  Guarded by g_graphs_mu (any Python thread creates and
+/// drops graphs; on a free-threaded build nothing else serializes them).
 extern std::unordered_set<PyGraph*> g_live_graphs;
+
+/// What protects a graph's state on a free-threaded build (on a GIL build the
+/// GIL does, and these cost an uncontended lock):
+///  * the Graph Python object's critical section (Py_BEGIN_CRITICAL_SECTION,
+///    pybind11 scoped_critical_section, taken by every Graph method and by
+///    tp_finalize/tp_clear) serializes the graph's own methods, so a check such
+///    as "not destroyed" holds until the method returns;
+///  * g_graphs_mu guards g_live_graphs and every write of a graph's
+///    `destroyed`, `attached` and `payloads` (and the reads of other graphs'
+///    fields in counters()); it is never held across a call into Python or
+///    the driver, and tp_traverse reads without it (the collector has stopped
+///    the world);
+///  * the driver guards its own state (SimulatedDriver::mu_; the CUDA driver is
+///    thread-safe); the queue is lock-free and drains only on the main thread.
+/// Thread: any.  Blocks: for a few instructions of another holder.
+/// Source: Doc/howto/free-threading-extensions.rst (CPython 3.13+).
+extern std::mutex g_graphs_mu;
 
 /// Payloads owned by live, undestroyed graphs.
 std::uint64_t payloads_in_live_graphs();

@@ -7,8 +7,15 @@
 namespace deferred_cleanup::bindings {
 void register_probe(pybind11::module_& m);  // reference/src/probe.cpp
 }  // namespace deferred_cleanup::bindings
+namespace deferred_cleanup::host {
+void register_guard(pybind11::module_& m);  // reference/src/host_pep788.cpp
+}  // namespace deferred_cleanup::host
 
-PYBIND11_MODULE(_native, m) {
+// Declared safe without the GIL (free-threaded builds): Graph methods run in
+// the Graph object's critical section, g_graphs_mu guards the graphs' shared
+// state, the drivers lock their own, and the queue is lock-free and drains on
+// the main thread only (host.hpp says what protects what).
+PYBIND11_MODULE(_native, m, pybind11::mod_gil_not_used()) {
   // The queue and its shutdown hook are process-wide and bound to the main
   // interpreter (see deferred_cleanup/__init__.py, which refuses first).
   if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
@@ -24,4 +31,5 @@ PYBIND11_MODULE(_native, m) {
   deferred_cleanup::host::init_fork(m);
   deferred_cleanup::host::register_api(m);
   deferred_cleanup::host::register_test_hooks(m);
+  deferred_cleanup::host::register_guard(m);
 }

@@ -387,6 +387,8 @@ int arm_after_finalize() { return std::atexit(after_finalize_handler); }
 
 namespace deferred_cleanup::bindings {
 
+void register_probe_pep788(pybind11::module_& m);  // reference/src/probe_pep788.cpp
+
 /// Bind the probe's measuring steps as deferred_cleanup._native.probe.
 /// Thread: main, at import.  Blocks: no.  Memory ordering: n/a.
 /// Errors: pybind11 raises on binding failure.  Source: Py_AddPendingCall, Python/ceval_gil.c v3.12.0 (what the probe measures).
@@ -422,6 +424,7 @@ void register_probe(pybind11::module_& m) {
   m.def("arm_ll_exit", &arm_ll_exit, "Py_AtExit a callback writing ll_initialized=<Py_IsInitialized()>.");
   m.def("arm_after_finalize", &arm_after_finalize,
         "std::atexit a handler that adds a pending call from a foreign thread after Py_FinalizeEx returned.");
+  register_probe_pep788(m);  // PEP 788 steps (3.15+; pep788_available() says)
 }
 
 }  // namespace deferred_cleanup::bindings

@@ -27,6 +27,7 @@ import time
 import deferred_cleanup as dc
 
 mode, path = sys.argv[1], sys.argv[2]
+FREE_THREADED = bool(__import__("sysconfig").get_config_var("Py_GIL_DISABLED"))
 parent = os.getpid()
 
 
@@ -35,6 +36,12 @@ def child_work():
     # Forked by a worker while the main thread ran our pending call: CPython
     # may never run a pending call here (counted; docs Caveats, fork()).
     stuck = before["forks_in_pending_call"] > 0
+    # Forked by a worker on a free-threaded build: CPython signals pending calls
+    # to _PyRuntime.main_tstate, which stays the parent's main thread state
+    # (set once at start-up, Python/pylifecycle.c), and no GIL hand-over
+    # recomputes this thread's eval breaker, so no pending call runs here
+    # either (docs Caveats, fork()).
+    stuck = stuck or (FREE_THREADED and mode in ("worker", "worker-during-drain"))
     rec = []
     d = dc.SimulatedDriver()
     g = d.create_graph()

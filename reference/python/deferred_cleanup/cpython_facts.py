@@ -13,6 +13,7 @@ matrix; a row is never a copy of the probe's output.
 Interface::
 
     expected(field: str, version: tuple[int, int] = sys.version_info[:2]) -> value
+    assumed(field, version) -> (value, newer)   # newest row for a newer version
     FIELDS: tuple[str, ...]     # every field, in table order
     rows(field) -> list[Fact]   # the rows of one field
 
@@ -83,6 +84,30 @@ state; "full" means the queue refused an add):
     The signal that killed that child, or ``"none"``.
 ``after_finalize.returns`` (int or None)
     What that ``Py_AddPendingCall`` returned (None when it crashed).
+
+PEP 788 fields (``"absent"`` on every version without ``PyInterpreterGuard``,
+i.e. before 3.15); the view is made at import with
+``PyInterpreterView_FromMain()``, the calls come from a foreign thread:
+
+``pep788.guard_from_foreign`` (bool)
+    ``PyInterpreterGuard_FromView(view)`` returns a guard.
+``pep788.guard_allocs`` (int)
+    Allocations made inside that one call, all allocator domains together.
+``pep788.guard_alloc_domain`` (str: ``"raw"`` / ``"mem"`` / ``"obj"`` joined by ``+``, or ``"none"``)
+    The domains they came from.
+``pep788.guard_in_atexit`` (bool)
+    A guard is granted inside the last Python ``atexit`` handler.
+``pep788.guard_in_py_atexit`` (bool)
+    A guard is granted inside a ``Py_AtExit`` callback.
+``pep788.guard_while_finalizing`` (bool)
+    ``Py_IsFinalizing()`` was ever true while a polling thread held a guard
+    during finalization.
+``pep788.finalize_waits_for_guard`` (bool)
+    Finalization went past the guard point only after a guard taken in the
+    atexit phase was closed (the poller's first refusal came after the close).
+``pep788.pending_call_under_guard`` (str: ``"ran"`` / ``"not-run"`` / ``"refused"``)
+    What becomes of a ``Py_AddPendingCall`` that the guard's holder makes
+    while ``Py_FinalizeEx`` waits for that guard.
 """
 from __future__ import annotations
 
@@ -117,6 +142,8 @@ _CEVAL_310 = "Python/ceval.c (v3.10.0, v3.11.0)"
 _GIL_312 = "Python/ceval_gil.c (v3.12.0)"
 _GIL_313 = "Python/ceval_gil.c (v3.13.0, v3.14.0, main for 3.15)"
 _PYLIFE = "Python/pylifecycle.c Py_FinalizeEx/_Py_Finalize (v3.10.0 … v3.14.0)"
+_PYSTATE_315 = "Python/pystate.c (v3.15.0rc1)"
+_PYLIFE_315 = "Python/pylifecycle.c (v3.15.0rc1)"
 _ALL = ((3, 10), (3, 15))
 _OLD = ((3, 10), (3, 12))
 _NEW = ((3, 13), (3, 15))
@@ -244,6 +271,43 @@ TABLE: tuple[Fact, ...] = (
          + _GIL_312 + "), so there is no return value"),
     Fact("after_finalize.returns", *_NEW, 0,
          _GIL_313 + " _push_pending_call: the queue was drained by finalization, so the add succeeds"),
+    # ---- 9. PEP 788 interpreter guards (3.15+)
+    *(Fact(f, (3, 10), (3, 14), "absent",
+           "Include/pystate.h (v3.14.0) declares no PyInterpreterGuard; PEP 788 came with gh-149101 "
+           "(Include/pystate.h v3.15.0rc1, 'PEP 788 -- Protection against interpreter finalization')")
+      for f in ("pep788.guard_from_foreign", "pep788.guard_allocs", "pep788.guard_alloc_domain",
+                "pep788.guard_in_atexit", "pep788.guard_in_py_atexit", "pep788.guard_while_finalizing",
+                "pep788.finalize_waits_for_guard", "pep788.pending_call_under_guard")),
+    Fact("pep788.guard_from_foreign", (3, 15), (3, 15), True,
+         _PYSTATE_315 + " PyInterpreterGuard_FromView: looks the view's id up under HEAD_LOCK and "
+         "increments interp->finalization_guards unless it is _PyInterpreterGuard_GUARDS_NOT_ALLOWED; "
+         "it needs no thread state (no _PyThreadState_GET on that path)"),
+    Fact("pep788.guard_allocs", (3, 15), (3, 15), 1,
+         _PYSTATE_315 + " PyInterpreterGuard_FromView: one PyMem_RawMalloc(sizeof(PyInterpreterGuard)) "
+         "before HEAD_LOCK, on every call (freed by PyInterpreterGuard_Close or on refusal)"),
+    Fact("pep788.guard_alloc_domain", (3, 15), (3, 15), "raw",
+         "see pep788.guard_allocs: PyMem_RawMalloc is the raw domain (Include/cpython/pymem.h, "
+         "PYMEM_DOMAIN_RAW)"),
+    Fact("pep788.guard_in_atexit", (3, 15), (3, 15), True,
+         _PYLIFE_315 + " make_pre_finalization_calls runs _PyAtExit_Call before it sets "
+         "finalization_guards to _PyInterpreterGuard_GUARDS_NOT_ALLOWED"),
+    Fact("pep788.guard_in_py_atexit", (3, 15), (3, 15), False,
+         _PYLIFE_315 + " _Py_Finalize: make_pre_finalization_calls leaves finalization_guards at "
+         "_PyInterpreterGuard_GUARDS_NOT_ALLOWED, and call_ll_exitfuncs (the Py_AtExit callbacks) runs at "
+         "the end of _Py_Finalize"),
+    Fact("pep788.guard_while_finalizing", (3, 15), (3, 15), False,
+         _PYLIFE_315 + " _Py_Finalize calls _PyRuntimeState_SetFinalizing only after "
+         "make_pre_finalization_calls returned, which needs finalization_guards to go from 0 to "
+         "_PyInterpreterGuard_GUARDS_NOT_ALLOWED (compare-exchange): never while a guard is open"),
+    Fact("pep788.finalize_waits_for_guard", (3, 15), (3, 15), True,
+         _PYLIFE_315 + " make_pre_finalization_calls parks on finalization_guards (_PyParkingLot_Park, "
+         "timeout -1: no bound) until it reads 0; " + _PYSTATE_315 + " PyInterpreterGuard_Close unparks "
+         "when the count drops to 0"),
+    Fact("pep788.pending_call_under_guard", (3, 15), (3, 15), "not-run",
+         _PYLIFE_315 + " make_pre_finalization_calls: after the guard wait it loops again only when "
+         "interp_has_pending_calls, which reads interp->ceval.pending.npending, while Py_AddPendingCall "
+         "fills _PyRuntime.ceval.pending_mainthread (Python/ceval_gil.c v3.15.0rc1 _PyEval_AddPendingCall); "
+         "no later step of _Py_Finalize makes pending calls"),
 )
 
 FIELDS: tuple[str, ...] = tuple(dict.fromkeys(f.field for f in TABLE))
@@ -285,6 +349,34 @@ def expected(field: str, version: Version | None = None) -> Any:
     :raises KeyError: unknown field, or no row covers that version.
     """
     return fact(field, version).value
+
+
+def newest() -> Version:
+    """The newest CPython version the table has rows for.
+
+    :returns: (major, minor), e.g. ``(3, 15)``.
+    """
+    return max(f.hi for f in TABLE)
+
+
+def assumed(field: str, version: Version | None = None) -> tuple[Any, bool]:
+    """The value to expect of ``field``, also on a version newer than the table.
+
+    On a version the table covers this is :func:`expected`; on a newer one
+    (e.g. CPython's main branch) it is the newest row's value, and the caller
+    reports a difference as news rather than as a failure (as ``probe --check``
+    does without ``--strict``).
+
+    :param field: field name (str), one of :data:`FIELDS`.
+    :param version: (major, minor) tuple; default ``sys.version_info[:2]``.
+    :returns: (value, newer): the value, and whether it was taken from the
+        newest row because ``version`` is newer than the table (bool).
+    :raises KeyError: unknown field, or a version older than the table.
+    """
+    v = tuple(version if version is not None else sys.version_info[:2])[:2]
+    if v > newest():
+        return expected(field, newest()), True
+    return expected(field, v), False
 
 
 def _check_table() -> None:

@@ -390,10 +390,23 @@ def _child(kind: str) -> None:
     has returned.  ``finalize-main``: the handler adds its marker from the main
     thread.  Everything is written with ``write(2)`` to fd 1 as ``key`` lines.
 
-    :param kind: ``"finalize-foreign"`` or ``"finalize-main"`` (str).
+    ``pep788``: the last Python atexit handler arms the PEP 788 holder and
+    poller threads (:func:`probe_pep788`); a ``Py_AtExit`` callback reports.
+
+    :param kind: ``"finalize-foreign"``, ``"finalize-main"`` or ``"pep788"`` (str).
     :returns: None (the process then exits normally, running finalization).
     """
     P.set_marker_fd(1)
+    if kind == "pep788":
+        # Registered first, so it is the last Python atexit handler of ours.
+        def last() -> None:
+            r = P.pep788_fin_arm(PEP788_HOLD_MS, PEP788_ADD_AT_MS)
+            os.write(1, b"pep788:atexit_guard=%d\n" % int(r["atexit_guard"]))
+            os.write(1, b"pep788:holder_guard=%d\n" % int(r["holder_guard"]))
+            P.pep788_atexit_end()
+        atexit.register(last)
+        os.write(1, b"child:ready\n")
+        return
     if kind == "finalize-foreign":
         P.arm_after_finalize()
         P.arm_ll_exit()
@@ -465,6 +478,80 @@ def probe_finalization(fields: dict, extra: dict) -> None:
     rc2, lines2 = _run_child("finalize-main")
     fields["atexit.main_add_runs"] = "ran:2" in lines2
     extra["finalize-main"] = {"rc": rc2, "lines": lines2}
+
+
+# ---------------------------------------------------------------- 9: PEP 788 guards
+#: Fields of the PEP 788 probe; each is "absent" where the interpreter has no
+#: PyInterpreterGuard (before 3.15).
+PEP788_FIELDS = ("pep788.guard_from_foreign", "pep788.guard_allocs", "pep788.guard_alloc_domain",
+                 "pep788.guard_in_atexit",
+                 "pep788.guard_in_py_atexit", "pep788.guard_while_finalizing",
+                 "pep788.finalize_waits_for_guard", "pep788.pending_call_under_guard")
+#: How long the finalization child's holder thread keeps its guard (ms), and
+#: when, inside that, it adds its pending call (ms).
+PEP788_HOLD_MS = 400.0
+PEP788_ADD_AT_MS = 150.0
+#: How long the main thread keeps the GIL while a foreign thread asks for a guard
+#: under tracemalloc (ms); raw data only (extra ``pep788.tracemalloc``).
+PEP788_GIL_HOLD_MS = 200.0
+
+
+def probe_pep788(fields: dict, extra: dict) -> None:
+    """PEP 788 interpreter guards seen from a foreign thread (CPython 3.15+).
+
+    The view is made at import (``PyInterpreterView_FromMain``); a thread with
+    no thread state calls ``PyInterpreterGuard_FromView`` with allocations
+    counted inside the call (``PyMem_SetAllocator`` forwarding hooks on the raw,
+    mem and obj domains), then times ``n`` FromView+Close pairs; it asks again
+    while the main thread keeps the GIL under ``tracemalloc``; a child
+    process's finalization says from which point guards fail, whether
+    ``Py_FinalizeEx`` waits for an open one, and what becomes of a pending call
+    added under it meanwhile.
+
+    :param fields: dict receiving :data:`PEP788_FIELDS` (mutated); every one is
+        ``"absent"`` when the build has no PEP 788.
+    :param extra: dict receiving raw data: ``pep788.guard`` (counts, ``pair_ns``
+        and ``from_view_ns`` in nanoseconds), ``pep788.tracemalloc`` (``took_ms``),
+        ``pep788.finalize`` (the child's lines, times in ms) (mutated).
+    :returns: None.
+    """
+    if not P.pep788_available():
+        for f in PEP788_FIELDS:
+            fields[f] = "absent"
+        return
+    g = P.pep788_guard_from_foreign(20000)
+    allocs = g["allocs_in_from_view"]
+    fields["pep788.guard_from_foreign"] = bool(g["ok"])
+    fields["pep788.guard_allocs"] = int(sum(allocs.values()))
+    fields["pep788.guard_alloc_domain"] = "+".join(k for k in ("raw", "mem", "obj") if allocs[k]) or "none"
+    extra["pep788.guard"] = g
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        t = P.pep788_guard_while_main_holds_gil(PEP788_GIL_HOLD_MS)
+    finally:
+        tracemalloc.stop()
+    extra["pep788.tracemalloc"] = t
+    rc, lines = _run_child("pep788")
+    kv = dict(l.split("=", 1) for l in lines if "=" in l and not l.startswith("stderr:"))
+    num = lambda k: float(kv[k]) if k in kv else None  # noqa: E731
+    fields["pep788.guard_in_atexit"] = kv.get("pep788:atexit_guard") == "1"
+    fields["pep788.guard_in_py_atexit"] = kv.get("pep788:py_atexit_guard") == "1"
+    fields["pep788.guard_while_finalizing"] = kv.get("pep788:ok_while_finalizing") == "1"
+    close_ms, refused_ms = num("pep788:close_ms"), num("pep788:refused_ms")
+    fields["pep788.finalize_waits_for_guard"] = (close_ms is not None and refused_ms is not None
+                                                 and refused_ms >= close_ms >= 0)
+    if kv.get("pep788:add_rc") not in ("0", None):
+        pending = "refused"
+    elif kv.get("pep788:marker_ran") == "1":
+        pending = "ran"
+    else:
+        pending = "not-run"
+    fields["pep788.pending_call_under_guard"] = pending
+    end = num("pep788:atexit_end_ms")
+    extra["pep788.finalize"] = {"rc": rc, "lines": lines,
+                                "wait_ms": (refused_ms - end) if (refused_ms is not None and end) else None}
+
 
 
 # ---------------------------------------------------------------- reference burst
@@ -542,7 +629,7 @@ def interpreter_metadata() -> dict:
 
 
 PROBES = (probe_capacity, probe_batch, probe_exception, probe_delays, probe_runner, probe_subinterpreter,
-          probe_finalization)
+          probe_finalization, probe_pep788)
 
 
 def measure(with_burst: bool = True) -> dict:

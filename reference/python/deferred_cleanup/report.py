@@ -155,18 +155,47 @@ def check(result: dict) -> Check:
                  against=against, newer=newer, diffs=diffs)
 
 
-def free_threaded(results: list[dict]) -> str:
+def outside_ci(directory: Path) -> list[str]:
+    """The free-threaded interpreters measured outside CI, from their saved data.
+
+    :param directory: a directory of ``*.json`` files, each ``{"probe": <probe JSON>, ...}``
+        (``notes/interpreters/`` in the repository) (Path).
+    :returns: list[str] of ``interpreter.name`` of the runs whose interpreter had
+        ``Py_GIL_DISABLED``, sorted; empty when the directory is missing or has none.
+    """
+    names = []
+    for f in sorted(Path(directory).glob("*.json")) if Path(directory).is_dir() else []:
+        try:
+            md = json.loads(f.read_text()).get("probe", {}).get("interpreter", {})
+        except (OSError, ValueError):
+            continue
+        if md.get("gil_disabled"):
+            names.append(f"{md.get('name', f.stem)} {md.get('version', '?')}")
+    return sorted(names)
+
+
+def free_threaded(results: list[dict], outside: Path | None = None) -> str:
     """What the measured interpreters say about free-threaded builds.
 
     :param results: probe JSONs (list[dict]); each ``interpreter.gil_disabled`` is
         what ``sysconfig.get_config_var("Py_GIL_DISABLED")`` said in that interpreter.
+    :param outside: the directory of runs measured outside CI (Path), or None to
+        say nothing about them.
     :returns: str, ``"measured on NAME, ..."`` when any has ``Py_GIL_DISABLED``, else
-        ``"not available (no Py_GIL_DISABLED build among the N interpreter(s) measured)"``.
+        ``"not available (no Py_GIL_DISABLED build among the N interpreter(s) measured)"``;
+        with ``outside``, followed by ``"; measured outside CI: NAME VERSION, ... (DIR)"``
+        or ``"; none measured outside CI (DIR has no free-threaded run)"``.
     """
     ft = [r["interpreter"].get("name", "?") for r in results if r["interpreter"].get("gil_disabled")]
     if ft:
-        return "measured on " + ", ".join(ft)
-    return f"not available (no Py_GIL_DISABLED build among the {len(results)} interpreter(s) measured)"
+        line = "measured on " + ", ".join(ft)
+    else:
+        line = f"not available (no Py_GIL_DISABLED build among the {len(results)} interpreter(s) measured)"
+    if outside is not None:
+        names = outside_ci(outside)
+        line += (f"; measured outside CI: {', '.join(names)} ({outside})" if names
+                 else f"; none measured outside CI ({outside} has no free-threaded run)")
+    return line
 
 
 def burst_line(result: dict) -> str:
@@ -260,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="an interpreter of the matrix that is missing, and why (repeatable)")
     ap.add_argument("--strict", action="store_true",
                     help="also fail on the differences of an interpreter newer than the table")
+    ap.add_argument("--outside-ci", type=Path, metavar="DIR",
+                    help="also name the free-threaded runs saved in DIR (notes/interpreters), measured outside CI")
     ap.add_argument("files", nargs="*", type=Path, help="probe JSON files, one per interpreter")
     a = ap.parse_args(argv)
     results = [json.loads(p.read_text()) for p in a.files]
@@ -278,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     if newer and not a.strict:
         summary += (f"; {sum(len(c.diffs) for c in newer)} difference(s) of {len(newer)} interpreter(s) newer "
                     f"than the table, not counted (--strict counts them)")
-    ft_line = "free-threaded: " + free_threaded(results)
+    ft_line = "free-threaded: " + free_threaded(results, a.outside_ci)
 
     print(text_table(rows))
     print(ft_line)
@@ -297,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     (a.out_dir / "probe.json").write_text(json.dumps({
         "interpreters": results,
         "missing": [{"name": n, "why": w} for n, w in missing],
-        "free_threaded": free_threaded(results),
+        "free_threaded": free_threaded(results, a.outside_ci),
         "differences": [{"version": c.version, "field": f, "expected": e, "measured": m, "interpreter": c.name,
                          "compared_with": f"{c.against[0]}.{c.against[1]}", "newer_than_table": c.newer}
                         for c in checks for f, e, m in c.diffs],
