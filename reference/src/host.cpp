@@ -27,9 +27,12 @@
 // Cleanups that raise KeyboardInterrupt or SystemExit (Ctrl-C during a long
 // drain, sys.exit() in a finalizer) are not swallowed: the first one is kept,
 // the remaining cleanups still run exactly once, and it is raised where the
-// drain was entered (the pending call returns -1 with it set, so CPython
-// raises it in the interrupted code; an entry point raises it).  Other
-// exceptions go to sys.unraisablehook, as before.
+// outermost drain was entered (the pending call returns -1 with it set, so
+// CPython raises it in the interrupted code; an entry point raises it).  A
+// pending call or entry point that runs inside a cleanup (g_cleanup_depth >
+// 0) delivers nothing: raising there would hand the exception to that
+// cleanup, or to a hook that drops it.  Later ones of the same drain go to
+// sys.unraisablehook (interrupts_unraisable); other exceptions too.
 #include "host.hpp"
 
 #include <pybind11/pybind11.h>
@@ -141,6 +144,8 @@ bool host_finalizing() {
 PyObject* g_deferred_type = nullptr;
 PyObject* g_deferred_value = nullptr;
 PyObject* g_deferred_tb = nullptr;
+// Cleanups running now, nested ones included (main thread, GIL held).
+int g_cleanup_depth = 0;
 
 bool take_deferred(PyObject** type, PyObject** value, PyObject** tb) {
   if (g_deferred_type == nullptr) return false;
@@ -153,6 +158,7 @@ bool take_deferred(PyObject** type, PyObject** value, PyObject** tb) {
 
 int host_after_drain() {
   PyObject *t, *v, *tb;
+  if (g_cleanup_depth > 0) return 0;  // inside a cleanup: the outermost drain delivers it
   if (!take_deferred(&t, &v, &tb)) return 0;
   g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   PyErr_Restore(t, v, tb);  // CPython raises it in the interrupted code
@@ -176,6 +182,7 @@ void report_cleanup_error(PyObject* where) {
       PyErr_NormalizeException(&g_deferred_type, &g_deferred_value, &g_deferred_tb);
       return;
     }
+    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
   PyErr_WriteUnraisable(where);
 }
@@ -203,6 +210,7 @@ void py_cleanup(void* arg) noexcept {
       // Out of memory while recording a statistic: skip the statistic.
     }
   }
+  ++g_cleanup_depth;  // main thread, GIL held
   {
     SavedError saved;
     if (p->finalizer != nullptr) {
@@ -217,6 +225,7 @@ void py_cleanup(void* arg) noexcept {
     Py_XDECREF(p->finalizer);
     if (PyErr_Occurred()) report_cleanup_error(nullptr);
   }
+  --g_cleanup_depth;
   delete p;
   g_counters.last_cleanup_ns.store(now_ns(), std::memory_order_relaxed);  // statistics only
 }
@@ -312,7 +321,8 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
       {"cleanups_off_main", &c.cleanups_off_main},
       {"cleanups_after_shutdown", &c.cleanups_after_shutdown},
       {"host_calls_after_teardown", &c.host_calls_after_teardown},
-      {"deferred_interrupts", &c.deferred_interrupts}};
+      {"deferred_interrupts", &c.deferred_interrupts},
+      {"interrupts_unraisable", &c.interrupts_unraisable}};
   for (const auto& [k, v] : host_vals)
     std::fprintf(f, ", \"%s\": %llu", k, u(v->load(std::memory_order_relaxed)));  // statistics only
   std::fprintf(f, ", \"in_flight_at_backstop\": %llu",
@@ -446,6 +456,7 @@ void release_uncreated(PyPayload* p) {
 
 void raise_deferred_interrupt() {
   PyObject *t, *v, *tb;
+  if (g_cleanup_depth > 0) return;  // an entry point inside a cleanup: the outermost drain raises it
   if (!take_deferred(&t, &v, &tb)) return;
   g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   PyErr_Restore(t, v, tb);
@@ -562,6 +573,7 @@ py::dict counters() {
     d["cleanups_after_shutdown"] = r(c.cleanups_after_shutdown);
     d["host_calls_after_teardown"] = r(c.host_calls_after_teardown);
     d["deferred_interrupts"] = r(c.deferred_interrupts);
+    d["interrupts_unraisable"] = r(c.interrupts_unraisable);
     d["forks_in_pending_call"] = r(c.forks_in_pending_call);
     d["last_destructor_thread"] = c.last_destructor_thread.load(std::memory_order_relaxed);
     d["main_thread"] = g_main_ident;

@@ -89,6 +89,7 @@ struct HostCounters {
   std::atomic<std::uint64_t> cleanups_after_shutdown{0};
   std::atomic<std::uint64_t> host_calls_after_teardown{0};
   std::atomic<std::uint64_t> deferred_interrupts{0};  // KeyboardInterrupt/SystemExit re-raised
+  std::atomic<std::uint64_t> interrupts_unraisable{0};  // later ones of a drain: sys.unraisablehook
   std::atomic<std::uint64_t> forks_in_pending_call{0};  // child forked while main ran our pending call
   std::atomic<unsigned long> last_destructor_thread{0};
   std::atomic<std::int64_t> last_cleanup_ns{0};
