@@ -5,6 +5,8 @@ that drained, or by CPython in the code a pending call interrupted (the
 pending call returns -1 with it set; Python/ceval_gil.c make_pending_calls,
 v3.12.0).  Other exceptions go to sys.unraisablehook, as before.
 """
+import functools
+import operator
 import signal
 import threading
 import time
@@ -239,3 +241,55 @@ def test_an_entry_point_inside_a_cleanup_does_not_take_the_interrupt(dc, recorde
     assert [type(e) for e in caught] == [KeyboardInterrupt]
     assert unraisable == ([ValueError] if entry == "unraisablehook" else [])
     assert dc.counters()["deferred_interrupts"] - before["deferred_interrupts"] == 1
+
+
+def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorder, monkeypatch):
+    """Cleanup 0 raises KeyboardInterrupt; cleanup 1 waits, dropping the GIL,
+    until the pending call the destructors added has run inside it.  That
+    nested pending call must not raise the saved interrupt in cleanup 1 (nor
+    raise it twice: once there, once more by the drain).
+
+    No bytecode runs between the release and cleanup 1, so the pending call
+    cannot run earlier, on any version: wait_idle() then _native.drain_now()
+    are called from C (map over the two callables), and cleanup 0's
+    finalizer is C (signal.default_int_handler raises KeyboardInterrupt)."""
+    unraisable = []
+    monkeypatch.setattr("sys.unraisablehook", lambda u: unraisable.append(u.exc_type))
+    inner = []
+    nested = []
+
+    base = []
+
+    def fin(i):
+        # The pending call may already run at this function's first bytecode
+        # (the eval breaker is checked on entry): still inside cleanup 1.
+        try:
+            recorder(i)
+            deadline = time.monotonic() + 10
+            while dc.counters()["drain_cycles"] == base[0] and time.monotonic() < deadline:
+                time.sleep(0.0005)  # drops the GIL: on 3.10-3.12 the call runs when it is taken back
+            nested.append(dc.counters()["drain_cycles"] - base[0])
+        except BaseException as e:  # noqa: BLE001 - what the cleanup saw is the point
+            inner.append(type(e))
+
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    g.attach(0, functools.partial(signal.default_int_handler, signal.SIGINT))  # C: raises at once
+    g.attach(1, fin)
+    d.set_hold(True)
+    g.destroy()
+    before = dc.counters()
+    base.append(before["drain_cycles"])
+    caught = []
+    try:
+        d.release(1)
+        list(map(operator.methodcaller("__call__"), [functools.partial(d.wait_idle, 10), dc._native.drain_now]))
+    except (KeyboardInterrupt, SystemExit) as e:
+        caught.append(e)
+    after = dc.counters()
+    assert inner == [], f"the pending call inside the cleanup raised {inner}"
+    assert nested == [1], f"witness: the pending call ran inside cleanup 1: {nested}"
+    assert [type(e) for e in caught] == [KeyboardInterrupt] and unraisable == []
+    assert recorder.calls == {1: 1} and after["cleaned"] - before["cleaned"] == 2
+    assert recorder.threads == {threading.main_thread().ident}
+    assert after["deferred_interrupts"] - before["deferred_interrupts"] == 1

@@ -150,7 +150,8 @@ def stats() -> dict:
         ``leaked_finalizing``, ``gate_timeouts``, ``forks``,
         ``cleanups_on_main``, ``cleanups_off_main``, ``destructors_on_main``,
         ``cleanups_after_shutdown``, ``host_calls_after_teardown``,
-        ``deferred_interrupts``, ``destructors_due``, ``graphs_alive``,
+        ``deferred_interrupts``, ``interrupts_unraisable``,
+        ``destructors_due``, ``graphs_alive``,
         ``payloads_in_live_graphs``, ``in_flight``; thread idents (``int``)
         ``main_thread`` and ``last_destructor_thread``; snapshots (``bool``)
         ``queue_empty``, ``scheduled``, ``accepting``, ``host_alive``; and
