@@ -421,6 +421,42 @@ DestructorFn destructor_fn() {
   });
 }
 
+/// Python type name of v, for an error message.
+std::string type_name(py::handle v) { return Py_TYPE(v.ptr())->tp_name; }
+
+double seconds_arg(py::handle v, const char* what) {
+  // bool is an int subclass, but True seconds is a mistake: refused.
+  if (PyBool_Check(v.ptr()) || !(PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr())))
+    throw py::type_error(std::string(what) + ": must be a number of seconds (int or float), not " +
+                         type_name(v));
+  const double d = PyFloat_Check(v.ptr()) ? PyFloat_AS_DOUBLE(v.ptr()) : PyLong_AsDouble(v.ptr());
+  if (d == -1.0 && PyErr_Occurred()) {  // an int too large for a double (OverflowError)
+    PyErr_Clear();
+    return HUGE_VAL;  // refused by checked_timeout with the range
+  }
+  return d;
+}
+
+long long int_arg(py::handle v, const char* what, long long lo, long long hi) {
+  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
+    throw py::type_error(std::string(what) + ": must be an int, not " + type_name(v));
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (n == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (overflow != 0 || n < lo || n > hi)
+    throw py::value_error(std::string(what) + ": must be from " + std::to_string(lo) + " to " +
+                          std::to_string(hi));
+  return n;
+}
+
+bool bool_arg(py::handle v, const char* what) {
+  if (!PyBool_Check(v.ptr()))
+    throw py::type_error(std::string(what) + ": must be a bool, not " + type_name(v));
+  return v.ptr() == Py_True;
+}
+
 std::chrono::nanoseconds checked_timeout(double seconds, const char* what) {
   constexpr double kMax = 365.0 * 24 * 3600;
   if (!std::isfinite(seconds) || seconds < 0.0 || seconds > kMax) {
@@ -710,11 +746,12 @@ void after_fork_child() {
 
 void configure(py::object exit_wait_s, py::object stale_claim_s) {
   if (!exit_wait_s.is_none()) {
-    const auto ns = checked_timeout(exit_wait_s.cast<double>(), "configure(exit_wait_s)");
+    const auto ns = checked_timeout(seconds_arg(exit_wait_s, "configure(exit_wait_s)"), "configure(exit_wait_s)");
     g_exit_wait_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
   if (!stale_claim_s.is_none()) {
-    const auto ns = checked_timeout(stale_claim_s.cast<double>(), "configure(stale_claim_s)");
+    const auto ns =
+        checked_timeout(seconds_arg(stale_claim_s, "configure(stale_claim_s)"), "configure(stale_claim_s)");
     if (ns.count() <= 0) throw py::value_error("configure(stale_claim_s): must be > 0 seconds");
     with_queue([&ns](auto& q) { q.set_stale_bound_ns(ns.count()); });
   }

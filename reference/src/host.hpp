@@ -173,6 +173,15 @@ std::uint64_t graphs_alive();
 // ---------------------------------------------------------------- blocking
 /// Validate a timeout in seconds: finite, >= 0, at most one year.
 /// Raises ValueError naming `what` otherwise.
+/// Argument checks of the Python API (main or any thread, GIL held; no
+/// blocking).  seconds_arg: an int or float (not bool), else TypeError; an
+/// int too large for a double comes back as +inf, which checked_timeout
+/// refuses.  int_arg: an int (or __index__, not bool), else TypeError;
+/// outside [lo, hi] ValueError naming the range.  bool_arg: a bool, else
+/// TypeError.  `what` names the function and parameter in the message.
+double seconds_arg(py::handle v, const char* what);
+long long int_arg(py::handle v, const char* what, long long lo, long long hi);
+bool bool_arg(py::handle v, const char* what);
 std::chrono::nanoseconds checked_timeout(double seconds, const char* what);
 
 /// Run fn() with the GIL released.  Never re-takes the GIL once the
