@@ -134,3 +134,21 @@ def test_atexit_list_semantics():
     assert p.returncode == 0, p.stderr
     runs_of_a = p.stdout.split().count("A")
     assert runs_of_a == (1 if _ATEXIT_RUNS_LIVE_LIST else 2), (sys.version_info, p.stdout)
+
+
+@pytest.mark.parametrize("wait_s,released", [(1.0, True), (0.1, False)])
+def test_exit_wait_s_is_honoured_in_seconds(scenario, wait_s, released):
+    """configure(exit_wait_s=X): destructors due 0.3 s after exit starts are
+    released when X is 1 s and reported as not run when X is 0.1 s; settings()
+    reports the value given."""
+    n = 20
+    out = scenario("exit_wait_late_destructor", str(n), str(wait_s), "0.3", timeout_s=60)
+    assert out["rc"] == 0, out["stderr"]
+    assert out["result"] == {"created": n, "held": n, "settings": {"exit_wait_s": wait_s, "stale_claim_s": 1.0}}
+    s = out["at_exit"]
+    assert s is not None, out["stderr"]
+    if released:
+        assert s["cleaned"] == n and s["exit_destructors_not_run"] == 0, s
+        assert s["cleanups_on_main"] == n and s["cleanups_after_shutdown"] == 0, s
+    else:
+        assert s["cleaned"] == 0 and s["exit_destructors_not_run"] == n, s
