@@ -154,7 +154,9 @@ def stats() -> dict:
         ``destructors_due``, ``graphs_alive``,
         ``payloads_in_live_graphs``, ``in_flight``; thread idents (``int``)
         ``main_thread`` and ``last_destructor_thread``; snapshots (``bool``)
-        ``queue_empty``, ``scheduled``, ``accepting``, ``host_alive``; and
+        ``queue_empty``, ``scheduled``, ``accepting``, ``host_alive``,
+        ``atexit_table_full`` (CPython's Py_AtExit table was full at import:
+        no backstop; the exit counters are written by the exit sequence); and
         ``variant`` (``str``).  The docs' Troubleshooting section reads them.
 
     Raises:
