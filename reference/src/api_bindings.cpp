@@ -226,7 +226,8 @@ void register_api(py::module_& m) {
           [](SimulatedDriver& d, py::object hold) { d.set_hold(bool_arg(hold, "set_hold(hold)")); },
           py::arg("hold"),
            "set_hold(hold: bool) -> None\n\nHold destructor calls back (True) or deliver them (False); "
-           "turning holding off does not release what is held. Raises TypeError unless hold is a bool.")
+           "turning holding off does not release what is held. Raises TypeError unless hold is "
+           "a bool.")
       .def_property_readonly("held", &SimulatedDriver::held, "int: destructor calls held back now.")
       .def(
           "release",
@@ -236,12 +237,14 @@ void register_api(py::module_& m) {
           py::arg("threads") = 8,
           "release(threads: int = 8) -> int\n\nRelease every held destructor call in one burst from `threads` "
           "native threads (1 to 1024) that start together; returns at once with the number released. Raises "
-          "TypeError unless threads is an int; ValueError outside 1..1024; DriverError when a thread cannot be started (the message says how many "
+          "TypeError unless threads is an int; ValueError outside 1..1024; DriverError when a thread "
+          "cannot be started (the message says how many "
           "started and whether the calls were released with fewer threads or stay held).")
       .def(
           "wait_idle",
           [](SimulatedDriver& d, py::object timeout_s) {
-            const auto t = checked_timeout(seconds_arg(timeout_s, "wait_idle(timeout_s)"), "wait_idle");
+            const auto t =
+                checked_timeout(seconds_arg(timeout_s, "wait_idle(timeout_s)"), "wait_idle");
             return without_gil([&] { return d.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(t)); });
           },
           py::arg("timeout_s") = 10.0,
@@ -309,7 +312,8 @@ void register_api(py::module_& m) {
       "ValueError (spin_us outside 0..10**7).")
       .def(py::init([](py::object spin) {
              entry();
-             const long long spin_us = int_arg(spin, "CudaDriver(spin_us) in microseconds", 0, 10'000'000);
+             const long long spin_us =
+                 int_arg(spin, "CudaDriver(spin_us) in microseconds", 0, 10'000'000);
              return std::make_shared<CudaDriverBox>(CudaOptions{static_cast<std::uint64_t>(spin_us)});
            }),
            py::arg("spin_us") = 0)

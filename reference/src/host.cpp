@@ -495,7 +495,7 @@ void release_uncreated(PyPayload* p) {
 
 void raise_deferred_interrupt() {
   PyObject *t, *v, *tb;
-  if (g_cleanup_depth > 0) return;  // an entry point inside a cleanup: the outermost drain raises it
+  if (g_cleanup_depth > 0) return;  // inside a cleanup: the outermost drain raises it
   if (!take_deferred(&t, &v, &tb)) return;
   g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   PyErr_Restore(t, v, tb);
@@ -763,12 +763,13 @@ void after_fork_child() {
 
 void configure(py::object exit_wait_s, py::object stale_claim_s) {
   if (!exit_wait_s.is_none()) {
-    const auto ns = checked_timeout(seconds_arg(exit_wait_s, "configure(exit_wait_s)"), "configure(exit_wait_s)");
+    const char* what = "configure(exit_wait_s)";
+    const auto ns = checked_timeout(seconds_arg(exit_wait_s, what), what);
     g_exit_wait_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
   if (!stale_claim_s.is_none()) {
-    const auto ns =
-        checked_timeout(seconds_arg(stale_claim_s, "configure(stale_claim_s)"), "configure(stale_claim_s)");
+    const char* what = "configure(stale_claim_s)";
+    const auto ns = checked_timeout(seconds_arg(stale_claim_s, what), what);
     if (ns.count() <= 0) throw py::value_error("configure(stale_claim_s): must be > 0 seconds");
     with_queue([&ns](auto& q) { q.set_stale_bound_ns(ns.count()); });
   }

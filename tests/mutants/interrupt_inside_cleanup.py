@@ -1,7 +1,7 @@
 """An entry point inside a cleanup raises the saved KeyboardInterrupt/SystemExit there."""
 FILE = "reference/src/host.cpp"
 FIND = """\
-  if (g_cleanup_depth > 0) return;  // an entry point inside a cleanup: the outermost drain raises it
+  if (g_cleanup_depth > 0) return;  // inside a cleanup: the outermost drain raises it
 """
 REPLACE = """\
   // MUTANT: an entry point inside a cleanup delivers the saved interrupt to that cleanup
