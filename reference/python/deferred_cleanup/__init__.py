@@ -257,7 +257,8 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
     except OverflowError:  # an int too large for a float
         t = float("inf")
     if not 0.0 <= t <= 365 * 24 * 3600.0:  # NaN fails too
-        raise ValueError("reference_burst: timeout_s must be a finite number of seconds from 0 to 31536000")
+        raise ValueError("reference_burst: timeout_s must be a finite number of seconds "
+                         "from 0 to 31536000")
     if callbacks < 1 or threads < 1:
         raise ValueError("callbacks and threads must be >= 1")
     if threads > 1024:
