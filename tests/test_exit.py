@@ -134,3 +134,50 @@ def test_atexit_list_semantics():
     assert p.returncode == 0, p.stderr
     runs_of_a = p.stdout.split().count("A")
     assert runs_of_a == (1 if _ATEXIT_RUNS_LIVE_LIST else 2), (sys.version_info, p.stdout)
+
+
+@pytest.mark.parametrize("wait_s,released", [(1.0, True), (0.1, False)])
+def test_exit_wait_s_is_honoured_in_seconds(scenario, wait_s, released):
+    """configure(exit_wait_s=X): destructors due 0.3 s after exit starts are
+    released when X is 1 s and reported as not run when X is 0.1 s; settings()
+    reports the value given."""
+    n = 20
+    out = scenario("exit_wait_late_destructor", str(n), str(wait_s), "0.3", timeout_s=60)
+    assert out["rc"] == 0, out["stderr"]
+    assert out["result"] == {"created": n, "held": n, "settings": {"exit_wait_s": wait_s, "stale_claim_s": 1.0}}
+    s = out["at_exit"]
+    assert s is not None, out["stderr"]
+    if released:
+        assert s["cleaned"] == n and s["exit_destructors_not_run"] == 0, s
+        assert s["cleanups_on_main"] == n and s["cleanups_after_shutdown"] == 0, s
+    else:
+        assert s["cleaned"] == 0 and s["exit_destructors_not_run"] == n, s
+
+
+def test_a_full_py_atexit_table_is_said_once_and_the_exit_counters_stay(scenario):
+    """CPython's Py_AtExit table holds 32 callbacks (NEXITFUNCS,
+    Include/internal/pycore_atexit.h v3.12.0; Py_AtExit returns -1 when full,
+    Python/pylifecycle.c).  The test hook DC_TEST_FILL_PY_ATEXIT fills it before
+    the backstop registers: one line on stderr, counters() says so, the exit
+    counters are still written (by the exit sequence) and the exit is quick."""
+    import time
+
+    t0 = time.monotonic()
+    out = scenario("exit_wait_late_destructor", "20", "1.0", "0.3", timeout_s=60,
+                   extra_env={"DC_TEST_FILL_PY_ATEXIT": "1"})
+    took = time.monotonic() - t0
+    assert out["rc"] == 0, out["stderr"]
+    assert out["stderr"].count("Py_AtExit table is full") == 1, out["stderr"]
+    s = out["at_exit"]
+    assert s is not None, "the exit counters (DC_STATS_AT_EXIT) were not written"
+    assert s["atexit_table_full"] is True and s["cleaned"] == 20, s
+    assert took < 4.0, f"exit took {took:.1f} s"
+    p = subprocess.run([sys.executable, "-c", "import deferred_cleanup as d; print(d.counters()['atexit_table_full'])"],
+                       env=dict(__import__("os").environ, DC_TEST_FILL_PY_ATEXIT="1"),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip() == "True", p.stderr
+
+
+def test_py_atexit_registered_normally(dc):
+    assert dc.counters()["atexit_table_full"] is False
+    assert dc._native._atexit_registered()

@@ -69,3 +69,103 @@ def test_child_with_driver_threads_never_hangs(scenario, tmp_path):
         out = scenario("fork_child", "main", str(tmp_path / f"c{run}.json"), timeout_s=60)
         assert out["rc"] == 0 and out["result"]["child_rc"] == 0, (run, out["result"], out["stderr"])
         assert out["result"]["child_s"] < 3.0, (run, out["result"])
+
+
+def _fork_with_items_queued(dc, n, fin):
+    """Queue n items whose pending call has not run, then fork with no
+    bytecode in between (wait_idle() and os.fork() called from C, through
+    map), so the child inherits the queued items and the parent's claim.
+    Returns fork()'s result."""
+    import functools
+    import operator
+    import os
+    import warnings
+
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    for i in range(n):
+        g.attach(i, fin)
+    d.set_hold(True)
+    g.destroy()
+    d.release(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() of a threaded process
+        return list(map(operator.methodcaller("__call__"), [functools.partial(d.wait_idle, 10), os.fork]))[1]
+
+
+def _child_result(pid):
+    import os
+
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.parametrize("parent_call", ["outstanding", "lost"])
+def test_child_cleans_items_queued_at_fork_without_new_payloads(dc, recorder, request, parent_call):
+    """Items queued in the parent at fork() are cleaned in the child by a
+    pending call, with no new payload and no entry point in the child (it only
+    sleeps), on the child's main thread.  "outstanding": the parent's pending
+    call is in CPython's queue at the fork, and the child inherits it.
+    "lost": the parent's claim is set but its call was lost (test hook), so
+    only the at-fork handler's own scheduling, from a reset claim, can clean
+    them in the child."""
+    import os
+    import threading
+    import time
+
+    n = 10
+    if parent_call == "lost":
+        request.getfixturevalue("lose_call")(1)
+    pid = _fork_with_items_queued(dc, n, recorder)
+    if pid == 0:  # the child: report through the exit code only, never return into pytest
+        code = 3
+        try:
+            me = threading.get_ident()
+            deadline = time.monotonic() + 10
+            while len(recorder.calls) < n and time.monotonic() < deadline:
+                time.sleep(0.001)  # plain Python: only a pending call can drain here
+            if recorder.calls != {i: 1 for i in range(n)}:
+                code = 1
+            elif recorder.threads != {me}:
+                code = 2
+            else:
+                code = 0
+        finally:
+            os._exit(code)
+    assert _child_result(pid) == 0, "child: 1 = items not cleaned by a pending call, 2 = off its main thread"
+    dc.drain_now()  # the parent's own copies (its call may have been lost)
+    assert recorder.calls == {i: 1 for i in range(n)}, "the parent cleans its own copies"
+
+
+def test_child_starts_with_every_call_record_reset(dc, recorder):
+    """In the child, right after fork(): no claim (scheduled flag), no call
+    outstanding (superseded and main-thread records), no producer in the gate;
+    the handler's own scheduling then claims anew.  Read through counters()
+    (not an entry point) before any bytecode can run the child's pending call
+    is impossible, so the child reads them after its drain: nothing may stay
+    claimed or outstanding once the queue is empty."""
+    import os
+    import time
+
+    n = 10
+    pid = _fork_with_items_queued(dc, n, recorder)
+    if pid == 0:
+        code = 3
+        try:
+            deadline = time.monotonic() + 10
+            while len(recorder.calls) < n and time.monotonic() < deadline:
+                time.sleep(0.001)
+            time.sleep(0.01)
+            c = dc.counters()
+            if len(recorder.calls) != n:
+                code = 1
+            elif c["scheduled"] or c["calls_outstanding"] != 0 or c["in_flight"] != 0:
+                code = 2
+            else:
+                code = 0
+        finally:
+            os._exit(code)
+    assert _child_result(pid) == 0, "child: 1 = not cleaned, 2 = a call record survived the fork"
+    deadline = time.monotonic() + 10
+    while len(recorder.calls) < n and time.monotonic() < deadline:
+        time.sleep(0.001)

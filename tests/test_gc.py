@@ -42,3 +42,51 @@ def test_live_graph_is_not_collected(dc, recorder):
     gc.collect()
     assert not g.destroyed and recorder.calls == {}
     g.destroy()
+
+
+def _finalizer_cycles(recorder):
+    """Finalizers that reference their own graph, while the object does not."""
+
+    class Owner:
+        def fin(self, o):
+            recorder(("bound", o))
+
+    def bound(g):
+        owner = Owner()
+        owner.graph = g
+        return owner.fin
+
+    def closure(g):
+        def fin(o):
+            recorder(("closure", o, g is not None))
+        return fin
+
+    def lam(g):
+        return lambda o, g=g: recorder(("lambda", o))
+
+    return {"bound": bound, "closure": closure, "lambda": lam}
+
+
+def test_a_cycle_through_the_finalizer_alone_is_collected_and_released(dc, recorder, wait, delta):
+    """The object is a plain int; only the finalizer (a bound method, a
+    closure, a lambda) references the graph.  tp_traverse must visit the
+    finalizer too, or the cycle graph -> payload -> finalizer -> graph is
+    never found and the payload never released."""
+    dlt = delta()
+    d = dc.SimulatedDriver()
+    gc.collect()
+    makers = _finalizer_cycles(recorder)
+    alive = []
+    for name, make in makers.items():
+        g = d.create_graph()
+        g.attach(7, make(g))
+        alive.append(weakref.ref(g))
+        del g
+    gc.collect()
+    assert d.wait_idle(5)
+    want = {("bound", 7): 1, ("closure", 7, True): 1, ("lambda", 7): 1}
+    assert wait(lambda: recorder.calls == want), f"cycles through a finalizer not collected: {recorder.calls}"
+    assert recorder.threads == {threading.main_thread().ident}
+    gc.collect()
+    assert wait(lambda: all(r() is None for r in alive)), "a graph of a finalizer cycle is still alive"
+    assert dlt("cleaned") == 3

@@ -5,6 +5,8 @@ that drained, or by CPython in the code a pending call interrupted (the
 pending call returns -1 with it set; Python/ceval_gil.c make_pending_calls,
 v3.12.0).  Other exceptions go to sys.unraisablehook, as before.
 """
+import functools
+import operator
 import signal
 import threading
 import time
@@ -24,8 +26,21 @@ def _queue(dc, n, fin):
     return d
 
 
-def test_ctrl_c_during_a_long_drain_is_delivered_after_it(dc, recorder, lose_call):
-    """A real SIGINT arrives while the 10th of 2000 finalizers runs."""
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler for the test, then the one found restored."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_during_a_long_drain_is_delivered_after_it(dc, recorder, lose_call, python_sigint_handler):
+    """A real SIGINT arrives while the 10th of 2000 finalizers runs.
+
+    Python's own handler is installed for the test: a process started in the
+    background by a shell without job control inherits SIGINT ignored, and
+    Python then keeps it ignored (Modules/signalmodule.c, v3.12.0), so the
+    signal would raise nothing."""
 
     def fin(i):
         recorder(i)
@@ -97,3 +112,197 @@ def test_ordinary_exceptions_still_go_to_unraisablehook(dc, recorder, monkeypatc
     _queue(dc, 3, fin)
     assert dc.drain_now() == 3
     assert seen == [ValueError] * 3
+
+
+# ---------------------------------------------------------------- several interrupts in one drain
+#
+# The rule (docs/caveats.rst): of the KeyboardInterrupt/SystemExit raised by
+# cleanups while a drain runs, the first is raised where the outermost drain
+# was entered; each later one goes to sys.unraisablehook.  None of these
+# tests uses a test hook: the destructor calls are released and drain_now()
+# is called at once, so the pending call they add may run inside a cleanup
+# (the nested case that used to hand the first exception to that cleanup).
+
+_TWO = {
+    "ki_ki": (KeyboardInterrupt, KeyboardInterrupt),
+    "ki_exit4": (KeyboardInterrupt, lambda: SystemExit(4)),
+    "exit4_ki": (lambda: SystemExit(4), KeyboardInterrupt),
+}
+
+
+def _raising_fin(recorder, raises):
+    """A finalizer for payloads 0..N: payload i raises raises[i] (a class or a factory)
+    and spends a little Python time first, so that the eval breaker is checked."""
+
+    def fin(i):
+        recorder(i)
+        time.sleep(0.0002)  # drops the GIL: on 3.10-3.12 the eval breaker is recomputed (gh-95820)
+        sum(range(2000))  # Python bytecode: a pending call may run here
+        if i in raises:
+            raise raises[i]()
+
+    return fin
+
+
+def _held_graph(dc, n, fin):
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    for i in range(n):
+        g.attach(i, fin)
+    d.set_hold(True)
+    g.destroy()
+    assert d.held == n
+    return d
+
+
+def _drain_all(dc, d, recorder, n, via):
+    """Release the held destructor calls and drain until all n cleanups ran.
+
+    via="drain_now": call drain_now() at once (the pending call the destructors
+    add may then run inside one of its cleanups); via="pending": plain Python
+    only, so the pending call drains.  Returns the KeyboardInterrupt/SystemExit
+    instances raised to this code, in order (each caught here: none escapes).
+    """
+    caught = []
+    deadline = time.monotonic() + 20
+    try:
+        d.release(1)  # not an entry point; the destructors push and add the pending call
+        if via == "drain_now":
+            dc.drain_now()  # at once: destructors may still be pushing
+        while len(recorder.calls) < n and time.monotonic() < deadline:
+            time.sleep(0.001)  # plain Python: the pending call may run here
+    except (KeyboardInterrupt, SystemExit) as e:
+        caught.append(e)
+    assert d.wait_idle(10)
+    while len(recorder.calls) < n and time.monotonic() < deadline:
+        try:
+            dc.drain_now()
+        except (KeyboardInterrupt, SystemExit) as e:
+            caught.append(e)
+    return caught
+
+
+@pytest.mark.parametrize("via", ["drain_now", "pending"])
+@pytest.mark.parametrize("case", sorted(_TWO))
+def test_two_interrupts_are_never_lost(dc, recorder, monkeypatch, case, via):
+    """Two cleanups raise KeyboardInterrupt/SystemExit(4).  The program sees
+    the first; the second is reported to sys.unraisablehook when both ran in
+    one drain, or raised too when they ran in two drains.  Never neither."""
+    first, second = _TWO[case]
+    unraisable = []
+    monkeypatch.setattr("sys.unraisablehook", lambda u: unraisable.append(u.exc_type))
+    n = 40
+    d = _held_graph(dc, n, _raising_fin(recorder, {1: first, 3: second}))
+    before = dc.counters()
+    caught = _drain_all(dc, d, recorder, n, via)
+    after = dc.counters()
+    kinds = [type(e) for e in caught]
+    want = [KeyboardInterrupt if first is KeyboardInterrupt else SystemExit,
+            KeyboardInterrupt if second is KeyboardInterrupt else SystemExit]
+    assert recorder.calls == {i: 1 for i in range(n)}, "every cleanup ran exactly once"
+    assert recorder.threads == {threading.main_thread().ident}
+    assert kinds[:1] == want[:1], f"the first is raised to the program: raised {kinds}, unraisable {unraisable}"
+    assert kinds + unraisable == want, f"raised {kinds}, unraisable {unraisable}"
+    assert [e.code for e in caught if isinstance(e, SystemExit)] == [4] * kinds.count(SystemExit)
+    assert after["deferred_interrupts"] - before["deferred_interrupts"] == len(kinds)
+    assert after["interrupts_unraisable"] - before["interrupts_unraisable"] == len(unraisable)
+
+
+@pytest.mark.parametrize("entry", ["stats", "poll", "drain_now", "graph", "unraisablehook"])
+def test_an_entry_point_inside_a_cleanup_does_not_take_the_interrupt(dc, recorder, monkeypatch, entry):
+    """Cleanup 1 raises KeyboardInterrupt; cleanup 2 calls an entry point.  The
+    entry point must not raise the saved interrupt inside cleanup 2: it is
+    raised once, where the drain was entered."""
+    unraisable = []
+    inner = []
+    side = dc.SimulatedDriver()
+
+    def hook(u):
+        unraisable.append(u.exc_type)
+        if entry == "unraisablehook":  # a hook that logs the counters: stats() is an entry point
+            try:
+                dc.stats()
+            except BaseException as e:  # noqa: BLE001 - raised here, CPython would drop it
+                inner.append(type(e))
+
+    monkeypatch.setattr("sys.unraisablehook", hook)
+
+    def call_entry():
+        if entry == "graph":
+            side.create_graph().destroy()
+        else:
+            getattr(dc, entry)()
+
+    def fin(i):
+        recorder(i)
+        if i == 1:
+            raise KeyboardInterrupt
+        if i == 2 and entry == "unraisablehook":
+            raise ValueError("an ordinary error: reported to the hook")
+        if i == 2:
+            try:
+                call_entry()
+            except BaseException as e:  # noqa: BLE001 - what the cleanup saw is the point
+                inner.append(type(e))
+
+    n = 5
+    d = _held_graph(dc, n, fin)
+    before = dc.counters()
+    caught = _drain_all(dc, d, recorder, n, "drain_now")
+    assert inner == [], f"the entry point inside the cleanup raised {inner}"
+    assert recorder.calls == {i: 1 for i in range(n)}
+    assert [type(e) for e in caught] == [KeyboardInterrupt]
+    assert unraisable == ([ValueError] if entry == "unraisablehook" else [])
+    assert dc.counters()["deferred_interrupts"] - before["deferred_interrupts"] == 1
+
+
+def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorder, monkeypatch):
+    """Cleanup 0 raises KeyboardInterrupt; cleanup 1 waits, dropping the GIL,
+    until the pending call the destructors added has run inside it.  That
+    nested pending call must not raise the saved interrupt in cleanup 1 (nor
+    raise it twice: once there, once more by the drain).
+
+    No bytecode runs between the release and cleanup 1, so the pending call
+    cannot run earlier, on any version: wait_idle() then _native.drain_now()
+    are called from C (map over the two callables), and cleanup 0's
+    finalizer is C (signal.default_int_handler raises KeyboardInterrupt)."""
+    unraisable = []
+    monkeypatch.setattr("sys.unraisablehook", lambda u: unraisable.append(u.exc_type))
+    inner = []
+    nested = []
+
+    base = []
+
+    def fin(i):
+        # The pending call may already run at this function's first bytecode
+        # (the eval breaker is checked on entry): still inside cleanup 1.
+        try:
+            recorder(i)
+            deadline = time.monotonic() + 10
+            while dc.counters()["drain_cycles"] == base[0] and time.monotonic() < deadline:
+                time.sleep(0.0005)  # drops the GIL: on 3.10-3.12 the call runs when it is taken back
+            nested.append(dc.counters()["drain_cycles"] - base[0])
+        except BaseException as e:  # noqa: BLE001 - what the cleanup saw is the point
+            inner.append(type(e))
+
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    g.attach(0, functools.partial(signal.default_int_handler, signal.SIGINT))  # C: raises at once
+    g.attach(1, fin)
+    d.set_hold(True)
+    g.destroy()
+    before = dc.counters()
+    base.append(before["drain_cycles"])
+    caught = []
+    try:
+        d.release(1)
+        list(map(operator.methodcaller("__call__"), [functools.partial(d.wait_idle, 10), dc._native.drain_now]))
+    except (KeyboardInterrupt, SystemExit) as e:
+        caught.append(e)
+    after = dc.counters()
+    assert inner == [], f"the pending call inside the cleanup raised {inner}"
+    assert nested == [1], f"witness: the pending call ran inside cleanup 1: {nested}"
+    assert [type(e) for e in caught] == [KeyboardInterrupt] and unraisable == []
+    assert recorder.calls == {1: 1} and after["cleaned"] - before["cleaned"] == 2
+    assert recorder.threads == {threading.main_thread().ident}
+    assert after["deferred_interrupts"] - before["deferred_interrupts"] == 1

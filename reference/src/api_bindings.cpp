@@ -244,50 +244,54 @@ void register_api(py::module_& m) {
         track_simulated_driver(d);
         return d;
       }))
-      .def("set_hold", &SimulatedDriver::set_hold, py::arg("hold"),
+      .def(
+          "set_hold",
+          [](SimulatedDriver& d, py::object hold) { d.set_hold(bool_arg(hold, "set_hold(hold)")); },
+          py::arg("hold"),
            "set_hold(hold: bool) -> None\n\nHold destructor calls back (True) or deliver them (False); "
-           "turning holding off does not release what is held. Raises nothing.")
+           "turning holding off does not release what is held. Raises TypeError unless hold is "
+           "a bool.")
       .def_property_readonly("held", &SimulatedDriver::held, "int: destructor calls held back now.")
       .def(
           "release",
-          [](SimulatedDriver& d, int threads) {
-            if (threads < 1) throw py::value_error("release: threads must be >= 1");
-            return d.release(threads);
+          [](SimulatedDriver& d, py::object threads) {
+            return d.release(static_cast<int>(int_arg(threads, "release(threads)", 1, 1024)));
           },
           py::arg("threads") = 8,
           "release(threads: int = 8) -> int\n\nRelease every held destructor call in one burst from `threads` "
-          "native threads (at least 1) that start together; returns at once with the number released. Raises "
-          "ValueError for threads < 1; DriverError when a thread cannot be started (the message says how many "
+          "native threads (1 to 1024) that start together; returns at once with the number released. Raises "
+          "TypeError unless threads is an int; ValueError outside 1..1024; DriverError when a thread "
+          "cannot be started (the message says how many "
           "started and whether the calls were released with fewer threads or stay held).")
       .def(
           "wait_idle",
-          [](SimulatedDriver& d, double timeout_s) {
-            const auto t = checked_timeout(timeout_s, "wait_idle");
+          [](SimulatedDriver& d, py::object timeout_s) {
+            const auto t =
+                checked_timeout(seconds_arg(timeout_s, "wait_idle(timeout_s)"), "wait_idle");
             return without_gil([&] { return d.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(t)); });
           },
           py::arg("timeout_s") = 10.0,
           "wait_idle(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until every due destructor call "
-          "returned; False on timeout (seconds). Not an entry point. Raises ValueError unless 0 <= timeout_s "
-          "<= one year and finite.")
+          "returned; False on timeout (seconds). Not an entry point. Raises TypeError unless timeout_s is an "
+          "int or float; ValueError unless 0 <= timeout_s <= one year and finite.")
       .def(
           "fail_next_creates",
-          [](SimulatedDriver& d, int n) {
-            if (n < 0) throw py::value_error("fail_next_creates: n must be >= 0");
-            d.fail_next_creates(n);
+          [](SimulatedDriver& d, py::object n) {
+            d.fail_next_creates(static_cast<int>(int_arg(n, "fail_next_creates(n)", 0, INT32_MAX)));
           },
           py::arg("n"),
           "fail_next_creates(n: int) -> None\n\nThe next n attach() calls fail before a user object exists "
-          "(the payload is released directly, on the main thread, and DriverError raised). Raises ValueError "
-          "for n < 0.")
+          "(the payload is released directly, on the main thread, and DriverError raised). Raises TypeError "
+          "unless n is an int; ValueError outside 0..2**31-1.")
       .def(
           "fail_next_retains",
-          [](SimulatedDriver& d, int n) {
-            if (n < 0) throw py::value_error("fail_next_retains: n must be >= 0");
-            d.fail_next_retains(n);
+          [](SimulatedDriver& d, py::object n) {
+            d.fail_next_retains(static_cast<int>(int_arg(n, "fail_next_retains(n)", 0, INT32_MAX)));
           },
           py::arg("n"),
           "fail_next_retains(n: int) -> None\n\nThe next n attach() calls create the user object, then fail "
-          "to hand it to the graph (its destructor fires; DriverError raised). Raises ValueError for n < 0.")
+          "to hand it to the graph (its destructor fires; DriverError raised). Raises TypeError unless n is "
+          "an int; ValueError outside 0..2**31-1.")
       .def(
           "_test_fail_thread_starts",
           [](SimulatedDriver& d, int n, int after) {
@@ -327,10 +331,12 @@ void register_api(py::module_& m) {
       "cuGetProcAddress), on device 0's primary context. spin_us > 0 (microseconds): every graph also holds "
       "one kernel node spinning that long before its empty node, so a launch keeps its user objects alive "
       "that long. Raises DriverUnavailable naming the reason (no cuda.h at build time, no libcuda, cuInit "
-      "failure, no device), DriverError (spin kernel failed to load), ValueError (spin_us < 0).")
-      .def(py::init([](long long spin_us) {
+      "failure, no device), DriverError (spin kernel failed to load), TypeError (spin_us not an int), "
+      "ValueError (spin_us outside 0..10**7).")
+      .def(py::init([](py::object spin) {
              entry();
-             if (spin_us < 0) throw py::value_error("CudaDriver: spin_us must be >= 0 microseconds");
+             const long long spin_us =
+                 int_arg(spin, "CudaDriver(spin_us) in microseconds", 0, 10'000'000);
              return std::make_shared<CudaDriverBox>(CudaOptions{static_cast<std::uint64_t>(spin_us)});
            }),
            py::arg("spin_us") = 0)

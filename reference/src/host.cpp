@@ -14,9 +14,12 @@
 // Cleanups that raise KeyboardInterrupt or SystemExit (Ctrl-C during a long
 // drain, sys.exit() in a finalizer) are not swallowed: the first one is kept,
 // the remaining cleanups still run exactly once, and it is raised where the
-// drain was entered (the pending call returns -1 with it set, so CPython
-// raises it in the interrupted code; an entry point raises it).  Other
-// exceptions go to sys.unraisablehook, as before.
+// outermost drain was entered (the pending call returns -1 with it set, so
+// CPython raises it in the interrupted code; an entry point raises it).  A
+// pending call or entry point that runs inside a cleanup (g_cleanup_depth >
+// 0) delivers nothing: raising there would hand the exception to that
+// cleanup, or to a hook that drops it.  Later ones of the same drain go to
+// sys.unraisablehook (interrupts_unraisable); other exceptions too.
 #include "host.hpp"
 
 #include <pybind11/pybind11.h>
@@ -122,6 +125,8 @@ bool host_finalizing() {
 PyObject* g_deferred_type = nullptr;
 PyObject* g_deferred_value = nullptr;
 PyObject* g_deferred_tb = nullptr;
+// Cleanups running now, nested ones included (main thread, GIL held).
+int g_cleanup_depth = 0;
 
 bool take_deferred(PyObject** type, PyObject** value, PyObject** tb) {
   if (g_deferred_type == nullptr) return false;
@@ -134,6 +139,7 @@ bool take_deferred(PyObject** type, PyObject** value, PyObject** tb) {
 
 int host_after_drain() {
   PyObject *t, *v, *tb;
+  if (g_cleanup_depth > 0) return 0;  // inside a cleanup: the outermost drain delivers it
   if (!take_deferred(&t, &v, &tb)) return 0;
   g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   PyErr_Restore(t, v, tb);  // CPython raises it in the interrupted code
@@ -157,6 +163,7 @@ void report_cleanup_error(PyObject* where) {
       PyErr_NormalizeException(&g_deferred_type, &g_deferred_value, &g_deferred_tb);
       return;
     }
+    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
   PyErr_WriteUnraisable(where);
 }
@@ -184,6 +191,7 @@ void py_cleanup(void* arg) noexcept {
       // Out of memory while recording a statistic: skip the statistic.
     }
   }
+  ++g_cleanup_depth;  // main thread, GIL held
   {
     SavedError saved;
     if (p->finalizer != nullptr) {
@@ -198,6 +206,7 @@ void py_cleanup(void* arg) noexcept {
     Py_XDECREF(p->finalizer);
     if (PyErr_Occurred()) report_cleanup_error(nullptr);
   }
+  --g_cleanup_depth;
   delete p;
   g_counters.last_cleanup_ns.store(now_ns(), std::memory_order_relaxed);  // statistics only
 }
@@ -263,6 +272,42 @@ DestructorFn destructor_fn() {
   });
 }
 
+/// Python type name of v, for an error message.
+std::string type_name(py::handle v) { return Py_TYPE(v.ptr())->tp_name; }
+
+double seconds_arg(py::handle v, const char* what) {
+  // bool is an int subclass, but True seconds is a mistake: refused.
+  if (PyBool_Check(v.ptr()) || !(PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr())))
+    throw py::type_error(std::string(what) + ": must be a number of seconds (int or float), not " +
+                         type_name(v));
+  const double d = PyFloat_Check(v.ptr()) ? PyFloat_AS_DOUBLE(v.ptr()) : PyLong_AsDouble(v.ptr());
+  if (d == -1.0 && PyErr_Occurred()) {  // an int too large for a double (OverflowError)
+    PyErr_Clear();
+    return HUGE_VAL;  // refused by checked_timeout with the range
+  }
+  return d;
+}
+
+long long int_arg(py::handle v, const char* what, long long lo, long long hi) {
+  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
+    throw py::type_error(std::string(what) + ": must be an int, not " + type_name(v));
+  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (n == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (overflow != 0 || n < lo || n > hi)
+    throw py::value_error(std::string(what) + ": must be from " + std::to_string(lo) + " to " +
+                          std::to_string(hi));
+  return n;
+}
+
+bool bool_arg(py::handle v, const char* what) {
+  if (!PyBool_Check(v.ptr()))
+    throw py::type_error(std::string(what) + ": must be a bool, not " + type_name(v));
+  return v.ptr() == Py_True;
+}
+
 std::chrono::nanoseconds checked_timeout(double seconds, const char* what) {
   constexpr double kMax = 365.0 * 24 * 3600;
   if (!std::isfinite(seconds) || seconds < 0.0 || seconds > kMax) {
@@ -298,6 +343,7 @@ void release_uncreated(PyPayload* p) {
 
 void raise_deferred_interrupt() {
   PyObject *t, *v, *tb;
+  if (g_cleanup_depth > 0) return;  // inside a cleanup: the outermost drain raises it
   if (!take_deferred(&t, &v, &tb)) return;
   g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   PyErr_Restore(t, v, tb);
@@ -398,7 +444,9 @@ py::dict counters() {
     d["cleanups_after_shutdown"] = r(c.cleanups_after_shutdown);
     d["host_calls_after_teardown"] = r(c.host_calls_after_teardown);
     d["deferred_interrupts"] = r(c.deferred_interrupts);
+    d["interrupts_unraisable"] = r(c.interrupts_unraisable);
     d["forks_in_pending_call"] = r(c.forks_in_pending_call);
+    d["atexit_table_full"] = g_atexit_rc != 0;
     d["last_destructor_thread"] = c.last_destructor_thread.load(std::memory_order_relaxed);
     d["main_thread"] = g_main_ident;
     d["queue_empty"] = q.empty_snapshot();
@@ -449,11 +497,13 @@ Settings& the_settings() {
 void configure(py::object exit_wait_s, py::object stale_claim_s) {
   Settings& s = the_settings();
   if (!exit_wait_s.is_none()) {
-    const auto ns = checked_timeout(exit_wait_s.cast<double>(), "configure(exit_wait_s)");
+    const char* what = "configure(exit_wait_s)";
+    const auto ns = checked_timeout(seconds_arg(exit_wait_s, what), what);
     s.exit_wait_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
   if (!stale_claim_s.is_none()) {
-    const auto ns = checked_timeout(stale_claim_s.cast<double>(), "configure(stale_claim_s)");
+    const char* what = "configure(stale_claim_s)";
+    const auto ns = checked_timeout(seconds_arg(stale_claim_s, what), what);
     if (ns.count() <= 0) throw py::value_error("configure(stale_claim_s): must be > 0 seconds");
     s.stale_claim_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }

@@ -113,6 +113,7 @@ struct HostCounters {
   std::atomic<std::uint64_t> cleanups_after_shutdown{0};
   std::atomic<std::uint64_t> host_calls_after_teardown{0};
   std::atomic<std::uint64_t> deferred_interrupts{0};  // KeyboardInterrupt/SystemExit re-raised
+  std::atomic<std::uint64_t> interrupts_unraisable{0};  // later ones of a drain: sys.unraisablehook
   std::atomic<std::uint64_t> forks_in_pending_call{0};  // child forked while main ran our pending call
   std::atomic<unsigned long> last_destructor_thread{0};
   std::atomic<std::int64_t> last_cleanup_ns{0};
@@ -163,6 +164,12 @@ void note_finalizing();
 /// draining.  Main thread, GIL held (released while waiting).  Does nothing
 /// in any other case or variant.
 void release_after_exit();
+
+/// What Py_AtExit returned for the backstop at import (exit.cpp): -1 when
+/// CPython's table was full (NEXITFUNCS, Include/internal/pycore_atexit.h,
+/// v3.12.0), reported once on stderr and as counters()["atexit_table_full"].
+/// Written once at import (main thread), read by counters() (GIL held).
+extern int g_atexit_rc;
 
 /// The counters as a dict.
 py::dict counters();
@@ -224,6 +231,15 @@ std::uint64_t graphs_alive();
 // ---------------------------------------------------------------- blocking
 /// Validate a timeout in seconds: finite, >= 0, at most one year.
 /// Raises ValueError naming `what` otherwise.
+/// Argument checks of the Python API (main or any thread, GIL held; no
+/// blocking).  seconds_arg: an int or float (not bool), else TypeError; an
+/// int too large for a double comes back as +inf, which checked_timeout
+/// refuses.  int_arg: an int (or __index__, not bool), else TypeError;
+/// outside [lo, hi] ValueError naming the range.  bool_arg: a bool, else
+/// TypeError.  `what` names the function and parameter in the message.
+double seconds_arg(py::handle v, const char* what);
+long long int_arg(py::handle v, const char* what, long long lo, long long hi);
+bool bool_arg(py::handle v, const char* what);
 std::chrono::nanoseconds checked_timeout(double seconds, const char* what);
 
 /// Run fn() with the GIL released.  Never re-takes the GIL once the

@@ -150,10 +150,13 @@ def stats() -> dict:
         ``leaked_finalizing``, ``gate_timeouts``, ``forks``,
         ``cleanups_on_main``, ``cleanups_off_main``, ``destructors_on_main``,
         ``cleanups_after_shutdown``, ``host_calls_after_teardown``,
-        ``deferred_interrupts``, ``destructors_due``, ``graphs_alive``,
+        ``deferred_interrupts``, ``interrupts_unraisable``,
+        ``destructors_due``, ``graphs_alive``,
         ``payloads_in_live_graphs``, ``in_flight``; thread idents (``int``)
         ``main_thread`` and ``last_destructor_thread``; snapshots (``bool``)
-        ``queue_empty``, ``scheduled``, ``accepting``, ``host_alive``; and
+        ``queue_empty``, ``scheduled``, ``accepting``, ``host_alive``,
+        ``atexit_table_full`` (CPython's Py_AtExit table was full at import:
+        no backstop; the exit counters are written by the exit sequence); and
         ``variant`` (``str``).  The docs' Troubleshooting section reads them.
 
     Raises:
@@ -236,12 +239,30 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
         the last cleanup), ``threads`` (int) and ``variant`` (str).
 
     Raises:
-        ValueError: ``callbacks`` or ``threads`` below 1, or more threads
-            than callbacks.
+        TypeError: ``callbacks`` or ``threads`` not an int, ``timeout_s``
+            not an int or float (bool is refused for each).
+        ValueError: ``callbacks`` or ``threads`` below 1, ``threads`` above
+            1024 or more threads than callbacks, ``timeout_s`` not from 0 to
+            one year.
         TimeoutError: not every payload was cleaned within ``timeout_s``.
     """
+    for name, value in (("callbacks", callbacks), ("threads", threads)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"reference_burst: {name} must be an int, not {type(value).__name__}")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+        raise TypeError(f"reference_burst: timeout_s must be a number of seconds (int or float), "
+                        f"not {type(timeout_s).__name__}")
+    try:
+        t = float(timeout_s)
+    except OverflowError:  # an int too large for a float
+        t = float("inf")
+    if not 0.0 <= t <= 365 * 24 * 3600.0:  # NaN fails too
+        raise ValueError("reference_burst: timeout_s must be a finite number of seconds "
+                         "from 0 to 31536000")
     if callbacks < 1 or threads < 1:
         raise ValueError("callbacks and threads must be >= 1")
+    if threads > 1024:
+        raise ValueError("reference_burst: threads must be from 1 to 1024")
     if threads > callbacks:
         raise ValueError(f"threads ({threads}) must not exceed callbacks ({callbacks}): each thread fires at least one")
     drain_now()
@@ -293,8 +314,11 @@ def configure(exit_wait_s: float | None = None, stale_claim_s: float | None = No
         None.
 
     Raises:
+        TypeError: a bound that is not None, an int or a float (a str,
+            bytes, list or bool is refused; the message names the parameter).
         ValueError: a bound that is not finite, negative, larger than one
-            year, or (``stale_claim_s``) zero.
+            year (an int too large for a float included), or
+            (``stale_claim_s``) zero.
     """
     _native.configure(exit_wait_s, stale_claim_s)
 

@@ -1,0 +1,15 @@
+"""A fork() child keeps the parent's claim (scheduled_ not reset)."""
+FILE = "reference/include/deferred_cleanup/queue.hpp"
+FIND = """\
+    scheduled_.store(false, std::memory_order_relaxed);
+    // One thread in the child.
+    superseded_seq_.store(0, std::memory_order_relaxed);
+"""
+REPLACE = """\
+    // MUTANT: the parent's claim stays: the child's handler cannot schedule
+    superseded_seq_.store(0, std::memory_order_relaxed);
+"""
+PROPERTY = ("items queued in the parent at fork() are cleaned in the child by a pending call, "
+            "with no new payload and no entry point there (every call record reset in the child)")
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_fork.py -k queued_at_fork"]
+KILLING_TESTS = ["test_child_cleans_items_queued_at_fork_without_new_payloads"]

@@ -1,0 +1,132 @@
+"""Every public function answers a wrong type with TypeError naming the
+parameter and the type it accepts, and a value out of range with ValueError
+naming the range; the library's own exceptions keep their classes.  Each row
+calls the real function."""
+import math
+
+import pytest
+
+BAD_TYPES = ["5", b"5", [], None, object()]
+
+# (id, call(dc, value), accepted-type words in the TypeError, values out of range,
+#  range words in the ValueError, a good value, what None means)
+def _sim(dc):
+    return dc.SimulatedDriver()
+
+
+ROWS = {
+    "configure.exit_wait_s": (lambda dc, v: dc.configure(exit_wait_s=v), r"exit_wait_s.*int or float",
+                              [2**1024, -1, math.inf, math.nan, 10**10], r"from 0 to 31536000", 5.0),
+    "configure.stale_claim_s": (lambda dc, v: dc.configure(stale_claim_s=v), r"stale_claim_s.*int or float",
+                                [2**1024, -1, math.inf, 0], r"(from 0 to 31536000|> 0 seconds)", 1.0),
+    "SimulatedDriver.wait_idle.timeout_s": (lambda dc, v: _sim(dc).wait_idle(v), r"timeout_s.*int or float",
+                                            [2**1024, -0.5, math.nan, 1e10], r"from 0 to 31536000", 0.0),
+    "SimulatedDriver.release.threads": (lambda dc, v: _sim(dc).release(v), r"threads.*int",
+                                        [0, -1, 1025, 2**64, 2**1024], r"from 1 to 1024", 1),
+    "SimulatedDriver.set_hold.hold": (lambda dc, v: _sim(dc).set_hold(v), r"hold.*bool", [], "", True),
+    "SimulatedDriver.fail_next_creates.n": (lambda dc, v: _sim(dc).fail_next_creates(v), r"\(n\).*int",
+                                            [-1, 2**31, 2**1024], r"from 0 to 2147483647", 0),
+    "SimulatedDriver.fail_next_retains.n": (lambda dc, v: _sim(dc).fail_next_retains(v), r"\(n\).*int",
+                                            [-1, 2**31, 2**1024], r"from 0 to 2147483647", 0),
+    "reference_burst.callbacks": (lambda dc, v: dc.reference_burst(callbacks=v, threads=1), r"callbacks.*int",
+                                  [0, -5], r">= 1", 1),
+    "reference_burst.threads": (lambda dc, v: dc.reference_burst(callbacks=2000, threads=v), r"threads.*int",
+                                [0, 1025, 2**1024], r"(>= 1|from 1 to 1024)", 1),
+    "reference_burst.timeout_s": (lambda dc, v: dc.reference_burst(callbacks=1, threads=1, timeout_s=v),
+                                  r"timeout_s.*int or float", [-1, math.nan, 2**1024], r"from 0 to 31536000",
+                                  30.0),
+}
+
+NONE_OK = {"configure.exit_wait_s", "configure.stale_claim_s"}  # None keeps the current value
+
+
+def _extra_bad(row):
+    """Wrong types beyond BAD_TYPES: bool is refused where a number is meant,
+    a float where an int is, an int where a bool is."""
+    if row.endswith(".hold"):
+        return [1]
+    if row.endswith("_s"):
+        return [True]
+    return [True, 1.5]
+
+
+def _type_cases():
+    for row in ROWS:
+        for v in BAD_TYPES + _extra_bad(row):
+            if v is None and row in NONE_OK:
+                continue
+            yield pytest.param(row, v, id=f"{row}-{type(v).__name__}")
+
+
+@pytest.mark.parametrize("row,value", list(_type_cases()))
+def test_a_wrong_type_is_a_type_error_naming_the_parameter(dc, row, value):
+    call, words, _, _, _ = ROWS[row]
+    before = dc.settings()
+    with pytest.raises(TypeError, match=words):
+        call(dc, value)
+    assert dc.settings() == before, "a refused argument changes nothing"
+
+
+def _value_cases():
+    for row, (_, _, bad, _, _) in ROWS.items():
+        for v in bad:
+            yield pytest.param(row, v, id=f"{row}-{v!r:.12}")
+
+
+@pytest.mark.parametrize("row,value", list(_value_cases()))
+def test_a_value_out_of_range_is_a_value_error_naming_the_range(dc, row, value):
+    call, _, _, words, _ = ROWS[row]
+    before = dc.settings()
+    with pytest.raises(ValueError, match=words):
+        call(dc, value)
+    assert dc.settings() == before, "a refused argument changes nothing"
+
+
+@pytest.mark.parametrize("row", sorted(ROWS))
+def test_a_good_value_is_accepted(dc, row):
+    call, _, _, _, good = ROWS[row]
+    before = dc.settings()
+    try:
+        call(dc, good)
+    finally:
+        dc.configure(**before)
+
+
+def test_configure_reports_what_it_was_given(dc):
+    before = dc.settings()
+    try:
+        dc.configure(exit_wait_s=3, stale_claim_s=0.25)
+        assert dc.settings() == {"exit_wait_s": 3.0, "stale_claim_s": 0.25}
+    finally:
+        dc.configure(**before)
+
+
+def test_attach_finalizer_must_be_callable(dc):
+    g = dc.SimulatedDriver().create_graph()
+    with pytest.raises(TypeError, match="finalizer must be callable or None"):
+        g.attach(1, "print")
+    assert g.attached == 0
+
+
+def test_library_errors_keep_their_classes(dc):
+    """Type and value mistakes are not RuntimeError; the library's own errors are."""
+    assert not issubclass(TypeError, RuntimeError) and not issubclass(ValueError, RuntimeError)
+    g = dc.SimulatedDriver().create_graph()
+    g.destroy()
+    with pytest.raises(dc.GraphDestroyedError):
+        g.destroy()
+    with pytest.raises(dc.GraphDestroyedError):
+        g.attach(1, 5)  # the graph check comes first: still its own class
+    for cls in (dc.DriverError, dc.ShutdownError, dc.NotMainThreadError, dc.GraphDestroyedError):
+        assert issubclass(cls, RuntimeError)
+
+
+def test_cuda_driver_spin_us_types(dc):
+    """CudaDriver(spin_us): checked before the driver is opened, so this runs without a GPU."""
+    with pytest.raises(TypeError, match=r"spin_us.*int"):
+        dc.CudaDriver(spin_us="5")
+    with pytest.raises(TypeError, match=r"spin_us.*int"):
+        dc.CudaDriver(spin_us=1.5)
+    for bad in (-1, 10**7 + 1, 2**1024):
+        with pytest.raises(ValueError, match=r"spin_us.*from 0 to 10000000"):
+            dc.CudaDriver(spin_us=bad)
