@@ -1,5 +1,5 @@
 """With the Py_AtExit table full, the exit counters are written nowhere."""
-FILE = "reference/src/host.cpp"
+FILE = "reference/src/exit.cpp"
 FIND = """\
   if (g_atexit_rc == 0 || written || g_stats_path[0] == '\\0') return;
 """

@@ -1,7 +1,7 @@
 """The exit sequence waits its default 5 s whatever configure(exit_wait_s=...) said."""
-FILE = "reference/src/host.cpp"
+FILE = "reference/src/exit.cpp"
 FIND = """\
-  const std::int64_t bound = g_exit_wait_ns.load(std::memory_order_relaxed);  // a setting
+  const std::int64_t bound = q.settings.exit_wait_ns.load(std::memory_order_relaxed);  // a setting
 """
 REPLACE = """\
   const std::int64_t bound = 5'000'000'000;  // MUTANT: configure(exit_wait_s) ignored

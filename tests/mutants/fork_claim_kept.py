@@ -2,12 +2,11 @@
 FILE = "reference/include/deferred_cleanup/queue.hpp"
 FIND = """\
     scheduled_.store(false, std::memory_order_relaxed);
-    // One thread in the child.
-    superseded_seq_.store(0, std::memory_order_relaxed);
+    rearm.reset_after_fork();  // re-arming: no record or stale clock survives in the child
 """
 REPLACE = """\
     // MUTANT: the parent's claim stays: the child's handler cannot schedule
-    superseded_seq_.store(0, std::memory_order_relaxed);
+    rearm.reset_after_fork();  // re-arming: no record or stale clock survives in the child
 """
 PROPERTY = ("items queued in the parent at fork() are cleaned in the child by a pending call, "
             "with no new payload and no entry point there (every call record reset in the child)")
