@@ -2,11 +2,13 @@
 parameter and the type it accepts, and a value out of range with ValueError
 naming the range; the library's own exceptions keep their classes.  Each row
 calls the real function."""
+
 import math
 
 import pytest
 
 BAD_TYPES = ["5", b"5", [], None, object()]
+
 
 # (id, call(dc, value), accepted-type words in the TypeError, values out of range,
 #  range words in the ValueError, a good value, what None means)
@@ -15,26 +17,76 @@ def _sim(dc):
 
 
 ROWS = {
-    "configure.exit_wait_s": (lambda dc, v: dc.configure(exit_wait_s=v), r"exit_wait_s.*int or float",
-                              [2**1024, -1, math.inf, math.nan, 10**10], r"from 0 to 31536000", 5.0),
-    "configure.stale_claim_s": (lambda dc, v: dc.configure(stale_claim_s=v), r"stale_claim_s.*int or float",
-                                [2**1024, -1, math.inf, 0], r"(from 0 to 31536000|> 0 seconds)", 1.0),
-    "SimulatedDriver.wait_idle.timeout_s": (lambda dc, v: _sim(dc).wait_idle(v), r"timeout_s.*int or float",
-                                            [2**1024, -0.5, math.nan, 1e10], r"from 0 to 31536000", 0.0),
-    "SimulatedDriver.release.threads": (lambda dc, v: _sim(dc).release(v), r"threads.*int",
-                                        [0, -1, 1025, 2**64, 2**1024], r"from 1 to 1024", 1),
-    "SimulatedDriver.set_hold.hold": (lambda dc, v: _sim(dc).set_hold(v), r"hold.*bool", [], "", True),
-    "SimulatedDriver.fail_next_creates.n": (lambda dc, v: _sim(dc).fail_next_creates(v), r"\(n\).*int",
-                                            [-1, 2**31, 2**1024], r"from 0 to 2147483647", 0),
-    "SimulatedDriver.fail_next_retains.n": (lambda dc, v: _sim(dc).fail_next_retains(v), r"\(n\).*int",
-                                            [-1, 2**31, 2**1024], r"from 0 to 2147483647", 0),
-    "reference_burst.callbacks": (lambda dc, v: dc.reference_burst(callbacks=v, threads=1), r"callbacks.*int",
-                                  [0, -5], r">= 1", 1),
-    "reference_burst.threads": (lambda dc, v: dc.reference_burst(callbacks=2000, threads=v), r"threads.*int",
-                                [0, 1025, 2**1024], r"(>= 1|from 1 to 1024)", 1),
-    "reference_burst.timeout_s": (lambda dc, v: dc.reference_burst(callbacks=1, threads=1, timeout_s=v),
-                                  r"timeout_s.*int or float", [-1, math.nan, 2**1024], r"from 0 to 31536000",
-                                  30.0),
+    "configure.exit_wait_s": (
+        lambda dc, v: dc.configure(exit_wait_s=v),
+        r"exit_wait_s.*int or float",
+        [2**1024, -1, math.inf, math.nan, 10**10],
+        r"from 0 to 31536000",
+        5.0,
+    ),
+    "configure.stale_claim_s": (
+        lambda dc, v: dc.configure(stale_claim_s=v),
+        r"stale_claim_s.*int or float",
+        [2**1024, -1, math.inf, 0],
+        r"(from 0 to 31536000|> 0 seconds)",
+        1.0,
+    ),
+    "SimulatedDriver.wait_idle.timeout_s": (
+        lambda dc, v: _sim(dc).wait_idle(v),
+        r"timeout_s.*int or float",
+        [2**1024, -0.5, math.nan, 1e10],
+        r"from 0 to 31536000",
+        0.0,
+    ),
+    "SimulatedDriver.release.threads": (
+        lambda dc, v: _sim(dc).release(v),
+        r"threads.*int",
+        [0, -1, 1025, 2**64, 2**1024],
+        r"from 1 to 1024",
+        1,
+    ),
+    "SimulatedDriver.set_hold.hold": (
+        lambda dc, v: _sim(dc).set_hold(v),
+        r"hold.*bool",
+        [],
+        "",
+        True,
+    ),
+    "SimulatedDriver.fail_next_creates.n": (
+        lambda dc, v: _sim(dc).fail_next_creates(v),
+        r"\(n\).*int",
+        [-1, 2**31, 2**1024],
+        r"from 0 to 2147483647",
+        0,
+    ),
+    "SimulatedDriver.fail_next_retains.n": (
+        lambda dc, v: _sim(dc).fail_next_retains(v),
+        r"\(n\).*int",
+        [-1, 2**31, 2**1024],
+        r"from 0 to 2147483647",
+        0,
+    ),
+    "reference_burst.callbacks": (
+        lambda dc, v: dc.reference_burst(callbacks=v, threads=1),
+        r"callbacks.*int",
+        [0, -5],
+        r">= 1",
+        1,
+    ),
+    "reference_burst.threads": (
+        lambda dc, v: dc.reference_burst(callbacks=2000, threads=v),
+        r"threads.*int",
+        [0, 1025, 2**1024],
+        r"(>= 1|from 1 to 1024)",
+        1,
+    ),
+    "reference_burst.timeout_s": (
+        lambda dc, v: dc.reference_burst(callbacks=1, threads=1, timeout_s=v),
+        r"timeout_s.*int or float",
+        [-1, math.nan, 2**1024],
+        r"from 0 to 31536000",
+        30.0,
+    ),
 }
 
 NONE_OK = {"configure.exit_wait_s", "configure.stale_claim_s"}  # None keeps the current value

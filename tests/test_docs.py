@@ -10,6 +10,7 @@ session; it runs the probe first when ``build/probe/probe.json`` is missing or
 stale.  The browser check uses Debian's chromium and chromium-driver, which
 ``tools/docs.sh`` installs.
 """
+
 from __future__ import annotations
 
 import html
@@ -40,10 +41,17 @@ pytestmark = [pytest.mark.docs, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]
 def site() -> Path:
     """Build the site with tools/docs.sh (make docs); fail with its output."""
     try:
-        p = subprocess.run(["bash", str(REPO / "tools" / "docs.sh")], cwd=REPO, capture_output=True, text=True,
-                           timeout=BUILD_TIMEOUT_S)
+        p = subprocess.run(
+            ["bash", str(REPO / "tools" / "docs.sh")],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=BUILD_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"tools/docs.sh did not finish in {BUILD_TIMEOUT_S} s:\n{exc.stdout}\n{exc.stderr}")
+        pytest.fail(
+            f"tools/docs.sh did not finish in {BUILD_TIMEOUT_S} s:\n{exc.stdout}\n{exc.stderr}"
+        )
     if p.returncode != 0:
         pytest.fail(f"make docs failed ({p.returncode}):\n{p.stdout[-6000:]}\n{p.stderr[-6000:]}")
     assert (HTML / "index.html").exists()
@@ -68,7 +76,9 @@ def test_every_page_loads_cleanly_in_chromium(site):
     assert problems == []
     assert stats["search_hits"] > 0
     assert stats["pages"] == len(html_pages(site)) >= 15
-    assert stats["diagrams"].get("overview.html", 0) >= 1, "the overview's sequence diagram is missing"
+    assert stats["diagrams"].get("overview.html", 0) >= 1, (
+        "the overview's sequence diagram is missing"
+    )
 
 
 def test_no_dangling_link_or_offsite_resource(site):
@@ -86,9 +96,14 @@ def test_no_page_or_header_cites_a_private_issue_number(site):
 
     found = check_private_citations(site)  # every page, the rendered sources under _repo/ included
     sources = sorted(HEADERS.glob("*.hpp")) + sorted(
-        p for p in (REPO / "notes").rglob("*") if p.is_file() and p.suffix in (".md", ".txt", ".json"))
+        p
+        for p in (REPO / "notes").rglob("*")
+        if p.is_file() and p.suffix in (".md", ".txt", ".json")
+    )
     for source in sources:
-        found += [f"{source.relative_to(REPO)}: \"{m}\"" for m in private_citations(source.read_text())]
+        found += [
+            f'{source.relative_to(REPO)}: "{m}"' for m in private_citations(source.read_text())
+        ]
     assert found == [], "\n".join(found)
 
 
@@ -98,12 +113,16 @@ def test_private_citation_check_can_fail():
     # Spelled in pieces: this file is rendered on the site, whose check must
     # not find these examples in it.
     i = "issue"
-    text = (f"Source: {i} 3 Part 1.7. See {i}s 2 and 3. As recorded in the {i}. Public: "
-            f"gh-95820, bpo-30703, cuda-python {i} #2042, cuda-python PR #2371, GH-104812, "
-            f"the {i} #2042, the {i}s they list.")
+    text = (
+        f"Source: {i} 3 Part 1.7. See {i}s 2 and 3. As recorded in the {i}. Public: "
+        f"gh-95820, bpo-30703, cuda-python {i} #2042, cuda-python PR #2371, GH-104812, "
+        f"the {i} #2042, the {i}s they list."
+    )
     found = private_citations(text)
     assert len(found) == 3, found
-    assert f"{i} 3 Part" in found[0] and f"{i}s 2 and" in found[1] and f"in the {i}" in found[2], found
+    assert f"{i} 3 Part" in found[0] and f"{i}s 2 and" in found[1] and f"in the {i}" in found[2], (
+        found
+    )
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
@@ -123,7 +142,9 @@ def test_component_page_quotes_its_own_header(site, component):
         body = src.split(f"// [doc:{name}]", 1)[1].split(f"// [end-doc:{name}]", 1)[0]
         for line in (l.strip() for l in body.splitlines()):
             if line:
-                assert line in text, f"{header.name} [doc:{name}]: {line!r} not on design/{component}.html"
+                assert line in text, (
+                    f"{header.name} [doc:{name}]: {line!r} not on design/{component}.html"
+                )
 
 
 def test_every_marker_region_of_every_header_is_quoted(site):
@@ -132,7 +153,9 @@ def test_every_marker_region_of_every_header_is_quoted(site):
         src = (HEADERS / f"{component}.hpp").read_text()
         page = (DOCS / "design" / f"{page_name}.rst").read_text()
         for name in re.findall(r"// \[doc:([\w-]+)\]", src):
-            assert f"// [doc:{name}]" in page, f"{component}.hpp region {name} is not quoted on its page"
+            assert f"// [doc:{name}]" in page, (
+                f"{component}.hpp region {name} is not quoted on its page"
+            )
 
 
 def test_version_page_shows_every_interpreter(site):
@@ -140,13 +163,17 @@ def test_version_page_shows_every_interpreter(site):
     CPython minor version 3.10 to 3.15, and the expected table's citations as
     footnotes."""
     page = (site / "versions.html").read_text(encoding="utf-8")
-    table = re.search(r'<table[^>]*probe-matrix.*?</table>', page, re.S)
+    table = re.search(r"<table[^>]*probe-matrix.*?</table>", page, re.S)
     assert table, "versions.html has no probe table"
-    header = html.unescape(re.sub(r"<[^>]+>", " ", re.search(r"<thead>.*?</thead>", table[0], re.S)[0]))
+    header = html.unescape(
+        re.sub(r"<[^>]+>", " ", re.search(r"<thead>.*?</thead>", table[0], re.S)[0])
+    )
     from dc_probe_table import REQUIRED_MINORS
 
     for minor in REQUIRED_MINORS:
-        assert re.search(rf"\b{re.escape(minor)}\.\d+", header), f"no column for CPython {minor}: {header}"
+        assert re.search(rf"\b{re.escape(minor)}\.\d+", header), (
+            f"no column for CPython {minor}: {header}"
+        )
     from deferred_cleanup import cpython_facts
 
     def plain(t: str) -> str:  # undo Sphinx's smart quotes and dashes; collapse whitespace
@@ -155,7 +182,9 @@ def test_version_page_shows_every_interpreter(site):
 
     text = plain(_text(site / "versions.html"))
     for row in cpython_facts.TABLE:
-        assert plain(row.cite)[:60] in text, f"citation of {row.field} missing from the version page"
+        assert plain(row.cite)[:60] in text, (
+            f"citation of {row.field} missing from the version page"
+        )
 
 
 def _fake_result(name: str, version: str, **fields) -> dict:
@@ -164,8 +193,15 @@ def _fake_result(name: str, version: str, **fields) -> dict:
     major, minor = (int(x) for x in version.split(".")[:2])
     measured = {f: cpython_facts.expected(f, (major, minor)) for f in cpython_facts.FIELDS}
     measured.update(fields)
-    return {"interpreter": {"name": name, "version": version, "version_info": [major, minor, 0], "debug": False},
-            "fields": measured}
+    return {
+        "interpreter": {
+            "name": name,
+            "version": version,
+            "version_info": [major, minor, 0],
+            "debug": False,
+        },
+        "fields": measured,
+    }
 
 
 def test_probe_table_flags_a_difference_and_missing_versions():
@@ -175,14 +211,20 @@ def test_probe_table_flags_a_difference_and_missing_versions():
     from dc_probe_table import render
     from deferred_cleanup import cpython_facts
 
-    data = {"interpreters": [_fake_result("a", "3.12.1", capacity=7), _fake_result("b", "3.13.0")],
-            "missing": [{"name": "cp315-sid", "why": "not installed"}]}
+    data = {
+        "interpreters": [_fake_result("a", "3.12.1", capacity=7), _fake_result("b", "3.13.0")],
+        "missing": [{"name": "cp315-sid", "why": "not installed"}],
+    }
     rst, problems = render(data, cpython_facts)
     assert "**``7``** (expected ``31``)" in rst
     assert "1 measurement(s) differ" in rst
     assert "cp315-sid: not installed" in rst
-    assert sorted(problems) == sorted(f"no probe result for CPython {m}" for m in ("3.10", "3.11", "3.14", "3.15"))
-    clean, none = render({"interpreters": [_fake_result(f"i{m}", f"3.{m}.0") for m in range(10, 16)]}, cpython_facts)
+    assert sorted(problems) == sorted(
+        f"no probe result for CPython {m}" for m in ("3.10", "3.11", "3.14", "3.15")
+    )
+    clean, none = render(
+        {"interpreters": [_fake_result(f"i{m}", f"3.{m}.0") for m in range(10, 16)]}, cpython_facts
+    )
     assert none == [] and "every measurement matches" in clean
 
 
@@ -195,7 +237,9 @@ def test_free_threaded_line_is_derived_from_the_interpreters_measured():
     a, b = _fake_result("cp313-x", "3.13.0"), _fake_result("cp313t-x", "3.13.0")
     a["interpreter"]["gil_disabled"], b["interpreter"]["gil_disabled"] = False, True
     some, _ = render({"interpreters": [a, b], "free_threaded": "not available"}, cpython_facts)
-    assert "measured on ``cp313t-x`` (1 of the 2 interpreters)" in some and "not available" not in some
+    assert (
+        "measured on ``cp313t-x`` (1 of the 2 interpreters)" in some and "not available" not in some
+    )
     none, _ = render({"interpreters": [a], "free_threaded": "not available"}, cpython_facts)
     assert "none of the 1 interpreters measured is one" in none and "not available" not in none
 
@@ -216,9 +260,13 @@ def test_stale_data_gets_a_notice_and_current_data_none(tmp_path, monkeypatch):
     (tmp_path / "notes").mkdir()
     for name in ("old.json", "new.json"):
         (tmp_path / "notes" / name).write_text('{"x": 1}\n')
-        provenance.write_stamp(tmp_path / "notes" / name, provenance.stamp(["src/*.hpp"], repo=tmp_path))
+        provenance.write_stamp(
+            tmp_path / "notes" / name, provenance.stamp(["src/*.hpp"], repo=tmp_path)
+        )
     (tmp_path / "notes" / "old.txt").write_text("listing\n")
-    provenance.write_stamp(tmp_path / "notes" / "old.txt", provenance.stamp(["src/a.hpp"], repo=tmp_path))
+    provenance.write_stamp(
+        tmp_path / "notes" / "old.txt", provenance.stamp(["src/a.hpp"], repo=tmp_path)
+    )
     assert (tmp_path / "notes" / "old.txt").read_text().startswith(provenance.TEXT_PREFIX)
     assert provenance.read_stamp(tmp_path / "notes" / "old.txt")["globs"] == ["src/a.hpp"]
 
@@ -289,11 +337,15 @@ GOOD_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>good</tit
 <link rel="icon" href="data:,"></head><body>
 <h1 id="here">fine</h1><object class="graphviz" type="image/svg+xml" data="_images/ok.svg"></object>
 </body></html>"""
-LINKED_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="60" '
-              'height="20"><a xlink:href="../from-svg-nowhere.html"><text y="15">x</text></a></svg>')
+LINKED_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="60" '
+    'height="20"><a xlink:href="../from-svg-nowhere.html"><text y="15">x</text></a></svg>'
+)
 EMPTY_SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="0" height="0"></svg>'
-OK_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40">'
-          '<rect x="2" y="2" width="100" height="30" fill="#ccc"/></svg>')
+OK_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="120" height="40">'
+    '<rect x="2" y="2" width="100" height="30" fill="#ccc"/></svg>'
+)
 
 
 @pytest.fixture
@@ -338,7 +390,10 @@ def test_link_check_catches_dangling_links(bad_site):
     assert any("missing anchor: good.html#no-such-anchor" in p for p in problems), problems
     assert any("off-site resource: https://cdn.example.com/lib.js" in p for p in problems), problems
     assert any("missing file: _images/missing.svg" in p for p in problems), problems
-    assert any("_images/linked.svg" in p and "missing file: ../from-svg-nowhere.html" in p for p in problems), problems
+    assert any(
+        "_images/linked.svg" in p and "missing file: ../from-svg-nowhere.html" in p
+        for p in problems
+    ), problems
     assert not any("good.html#here" in p for p in problems), problems
 
 
@@ -364,18 +419,21 @@ def test_sphinx_build_fails_on_every_unresolved_thing(tmp_path):
     (headers / "bad.hpp").write_text(BAD_HEADER)
     src = tmp_path / "src"
     src.mkdir()
-    (src / "conf.py").write_text(textwrap.dedent(f"""
+    (src / "conf.py").write_text(
+        textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {str(DOCS / '_ext')!r})
+        sys.path.insert(0, {str(DOCS / "_ext")!r})
         extensions = ["breathe", "dc_docs"]
         nitpicky = True
-        dc_doxygen_input = [{str(headers)!r}, {str(DOCS / 'namespace.dox')!r}]
-        dc_doxygen_output = {str(tmp_path / 'doxygen')!r}
-        breathe_projects = {{"t": {str(tmp_path / 'doxygen' / 'xml')!r}}}
+        dc_doxygen_input = [{str(headers)!r}, {str(DOCS / "namespace.dox")!r}]
+        dc_doxygen_output = {str(tmp_path / "doxygen")!r}
+        breathe_projects = {{"t": {str(tmp_path / "doxygen" / "xml")!r}}}
         breathe_default_project = "t"
-    """))
+    """)
+    )
     queue_hpp = os.path.relpath(HEADERS / "queue.hpp", src)
-    (src / "index.rst").write_text(textwrap.dedent(f"""
+    (src / "index.rst").write_text(
+        textwrap.dedent(f"""
         Broken
         ======
 
@@ -389,11 +447,31 @@ def test_sphinx_build_fails_on_every_unresolved_thing(tmp_path):
 
         See :cpp:func:`deferred_cleanup::no_such_either`, :doc:`no-such-page` and
         :repo-file:`tests/no/such/file.py`.
-    """))
+    """)
+    )
     log = tmp_path / "warnings.log"
-    p = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-W", "--keep-going", "-n", "-E", "-q",
-                        "-w", str(log), str(src), str(tmp_path / "html")],
-                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-b",
+            "html",
+            "-W",
+            "--keep-going",
+            "-n",
+            "-E",
+            "-q",
+            "-w",
+            str(log),
+            str(src),
+            str(tmp_path / "html"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = log.read_text() if log.exists() else p.stderr
     assert p.returncode != 0, out
     expected = {
@@ -411,26 +489,36 @@ def test_sphinx_build_fails_on_every_unresolved_thing(tmp_path):
 
 # ------------------------------------------------------------------ the layout checks can fail
 def _page(body: str, title: str = "t") -> str:
-    return (f'<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>'
-            f'<link rel="icon" href="data:,"></head><body><article role="main" style="width:736px">'
-            f"{body}</article></body></html>")
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{title}</title>'
+        f'<link rel="icon" href="data:,"></head><body><article role="main" style="width:736px">'
+        f"{body}</article></body></html>"
+    )
 
 
 WIDE_CELL = '<td style="min-width:1200px">wide</td>'
-TINY_TEXT_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="6000pt" height="100pt" viewBox="0 0 6000 100">'
-                 '<text x="10" y="50" font-size="14.00">tiny label</text></svg>')
-LEGIBLE_SVG = ('<svg xmlns="http://www.w3.org/2000/svg" width="700pt" height="100pt" viewBox="0 0 700 100">'
-               '<text x="10" y="50" font-size="14.00">legible label</text></svg>')
+TINY_TEXT_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="6000pt" height="100pt" viewBox="0 0 6000 100">'
+    '<text x="10" y="50" font-size="14.00">tiny label</text></svg>'
+)
+LEGIBLE_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="700pt" height="100pt" viewBox="0 0 700 100">'
+    '<text x="10" y="50" font-size="14.00">legible label</text></svg>'
+)
 LAYOUT_BAD = {
     # a design page whose quoted code does not fit the column
-    "design/bad.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>'
-                             + "x" * 300 + "</pre></div></div>"),
+    "design/bad.html": _page(
+        '<div class="highlight-cpp"><div class="highlight"><pre>' + "x" * 300 + "</pre></div></div>"
+    ),
     # any other page too: every page but the _repo/ file copies
-    "measured.html": _page('<div class="highlight-none"><div class="highlight"><pre>'
-                           + "y" * 300 + "</pre></div></div>"),
+    "measured.html": _page(
+        '<div class="highlight-none"><div class="highlight"><pre>'
+        + "y" * 300
+        + "</pre></div></div>"
+    ),
     "bad-tables.html": _page(
         "<p>A plain gh-95820, a plain cuda-python PR #2371 and bpo-30703.</p>"
-        '<pre>// see gh-104812 in a code block</pre>'
+        "<pre>// see gh-104812 in a code block</pre>"
         # a wide table with no scroll box
         f'<table class="docutils"><tr><td>a</td>{WIDE_CELL}</tr></table>'
         # the version table scrolls, but its first column is not frozen
@@ -438,20 +526,25 @@ LAYOUT_BAD = {
         # contract rows without anchors, an identifier broken between letters
         '<table class="contract" style="width:120px"><tbody><tr><td style="width:60px">'
         '<code style="word-break:break-all">user_object_destructor_with_a_long_name()</code></td>'
-        "<td>x</td></tr></tbody></table>"),
+        "<td>x</td></tr></tbody></table>"
+    ),
     "api/cpp.html": _page(
         '<dl class="cpp function"><dt>void f()</dt><dd><p>Does f. Thread: any. Memory ordering: none.</p>'
         "</dd></dl>"
         '<dl class="cpp function"><dt>void g()</dt><dd><dl class="field-list dc-contract">'
         "<dt>Thread</dt><dd>any</dd><dt>Thread</dt><dd>again</dd><dt>Errors</dt><dd>none</dd></dl></dd></dl>"
-        '<object class="graphviz" type="image/svg+xml" data="../_images/tiny.svg" style="width:700px"></object>'),
+        '<object class="graphviz" type="image/svg+xml" data="../_images/tiny.svg" style="width:700px"></object>'
+    ),
 }
 LAYOUT_BAD["api/python.html"] = _page(
     '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>(self: '
     "deferred_cleanup._native.Graph, obj: object) -> None</dt><dd><p>attach(obj: object) -> None</p>"
-    "<p>An entry point.</p></dd></dl>")
+    "<p>An entry point.</p></dd></dl>"
+)
 LAYOUT_GOOD = {
-    "design/good.html": _page('<div class="highlight-cpp"><div class="highlight"><pre>short line</pre></div></div>'),
+    "design/good.html": _page(
+        '<div class="highlight-cpp"><div class="highlight"><pre>short line</pre></div></div>'
+    ),
     # a copy of a repository file scrolls in its own box, like a file viewer
     "_repo/tools/wide.py.html": _page('<div class="highlight"><pre>' + "z" * 300 + "</pre></div>"),
     "good-tables.html": _page(
@@ -461,15 +554,18 @@ LAYOUT_GOOD = {
         '<div style="overflow-x:auto"><table class="probe-matrix"><tr>'
         f'<td style="position:sticky;left:0;background:#fff">field</td>{WIDE_CELL}</tr></table></div>'
         '<table class="contract"><tbody><tr id="contract-drain-now"><td><code>drain_now()</code> '
-        '<a class="headerlink" href="#contract-drain-now">¶</a></td><td>x</td></tr></tbody></table>'),
+        '<a class="headerlink" href="#contract-drain-now">¶</a></td><td>x</td></tr></tbody></table>'
+    ),
     "api/cpp.html": _page(
         '<dl class="cpp function"><dt>void f()</dt><dd><p>Does f.</p><dl class="field-list dc-contract">'
         "<dt>Thread</dt><dd>any</dd><dt>Memory ordering</dt><dd>none</dd><dt>Errors</dt><dd>none</dd>"
         "<dt>Source</dt><dd>this project</dd></dl></dd></dl>"
-        '<object class="graphviz" type="image/svg+xml" data="../_images/legible.svg" style="width:700px"></object>'),
+        '<object class="graphviz" type="image/svg+xml" data="../_images/legible.svg" style="width:700px"></object>'
+    ),
     "api/python.html": _page(
         '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>(obj: object) -> None</dt>'
-        "<dd><p>An entry point.</p></dd></dl>"),
+        "<dd><p>An entry point.</p></dd></dl>"
+    ),
 }
 
 
@@ -503,14 +599,16 @@ def test_layout_check_catches_each_fault(site, tmp_path):
         "identifier broken between letters": r"^bad-tables\.html: contract table breaks an identifier",
         "labels run together": r"^api/cpp\.html: C\+\+ API: labels run together in a paragraph: Does f\.",
         "declaration without its four lines": r"^api/cpp\.html: C\+\+ API: void f\(\): not exactly one labelled line "
-                                              r"for Thread, Memory ordering, Errors, Source",
+        r"for Thread, Memory ordering, Errors, Source",
         "a duplicated label and missing ones": r"^api/cpp\.html: C\+\+ API: void g\(\): not exactly one labelled "
-                                               r"line for Thread, Memory ordering, Source",
+        r"line for Thread, Memory ordering, Source",
         "illegible diagram": r"^api/cpp\.html: diagram \.\./_images/tiny\.svg: text renders at \d+\.\d px",
         "private type in a Python signature": r"^api/python\.html: Python API: a private type in the signature: attach",
         "Python signature shown twice": r"^api/python\.html: Python API: the signature is shown twice: attach\(obj",
     }
-    missing = [what for what, pattern in expected.items() if not any(re.search(pattern, p) for p in bad)]
+    missing = [
+        what for what, pattern in expected.items() if not any(re.search(pattern, p) for p in bad)
+    ]
     assert missing == [], f"not reported: {missing}\n" + "\n".join(bad)
     good, stats = check_in_browser(_write_site(tmp_path / "good", LAYOUT_GOOD), search_query=None)
     assert good == [] and stats["pages"] == 5, good

@@ -3,6 +3,7 @@
 Sources: cuda-python PR #2371 (drain takes the whole list); gh-95820
 (starvation on 3.10-3.12, facts in cpython_facts); docs/design/drain.rst.
 """
+
 import sys
 import threading
 
@@ -56,13 +57,17 @@ def test_no_lost_wakeup_over_many_racing_bursts(dc, delta, wait):
         g.destroy()
         driver.release(rng.randint(1, 8))
         total += n
-        assert wait(lambda: d("cleaned") == total, timeout_s=10.0), f"lost wakeup: {total - d('cleaned')} stuck"
+        assert wait(lambda: d("cleaned") == total, timeout_s=10.0), (
+            f"lost wakeup: {total - d('cleaned')} stuck"
+        )
     assert driver.wait_idle(10.0)
     assert d("schedule_failures") == 0
     assert d("pending_calls") <= d("drain_cycles") + (1 if dc.counters()["scheduled"] else 0)
 
 
-def test_raising_finalizer_goes_to_unraisablehook_and_drain_continues(dc, recorder, wait, monkeypatch):
+def test_raising_finalizer_goes_to_unraisablehook_and_drain_continues(
+    dc, recorder, wait, monkeypatch
+):
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u))
 
@@ -200,7 +205,9 @@ def test_seed_starves_while_main_thread_runs_python(scenario):
     r = out["result"]
     assert r["delivered_in_busy"] == 200, "every destructor ran during the busy loop"
     if cpython_facts.assumed("delay.busy_python")[0] == "starved":
-        assert r["cleaned_in_busy"] is False, "gh-95820: the seed's pending call must starve on this version"
+        assert r["cleaned_in_busy"] is False, (
+            "gh-95820: the seed's pending call must starve on this version"
+        )
     else:
         assert r["cleaned_in_busy"] is True
     assert r["cleaned_after_sleep"] is True, "the seed cleans once the GIL is dropped"

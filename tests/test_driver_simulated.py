@@ -3,6 +3,7 @@
 Source: CUDA Driver API (cuUserObjectCreate, cuGraphRetainUserObject with
 CU_GRAPH_USER_OBJECT_MOVE, cuGraphInstantiate, cuGraphDestroy), simulated.
 """
+
 import pytest
 
 

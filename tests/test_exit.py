@@ -13,6 +13,7 @@ counters (DC_STATS_AT_EXIT).  Sources: Python/pylifecycle.c Py_FinalizeEx
 (v3.12.0: atexit handlers run before the finalizing flag is set);
 Modules/atexitmodule.c (handlers run last-registered first).
 """
+
 import json
 import subprocess
 import sys
@@ -30,8 +31,16 @@ def _released(path):
     return json.loads(path.read_text()) if path.exists() else {"released": 0, "off_main": 0}
 
 
-@pytest.mark.parametrize("mode,runs", [("last-line", RUNS_LAST_LINE), ("atexit-before", 3),
-                                       ("finalize-before", 3), ("atexit-after", 3), ("drop-before", 3)])
+@pytest.mark.parametrize(
+    "mode,runs",
+    [
+        ("last-line", RUNS_LAST_LINE),
+        ("atexit-before", 3),
+        ("finalize-before", 3),
+        ("atexit-after", 3),
+        ("drop-before", 3),
+    ],
+)
 def test_graph_destroyed_at_exit_releases_every_payload(scenario, tmp_path, mode, runs):
     """200 payloads of a graph destroyed on the script's last line (or by an
     exit handler registered before or after the import, with destroy() or by
@@ -69,7 +78,9 @@ def test_every_exit_handler_runs_once_and_its_graphs_are_released(scenario, tmp_
     # LIFO among the program's own handlers, as without deferred_cleanup.
     assert handlers.index("after-import") < handlers.index("before-import"), lines
     for name in handlers:
-        assert lines.count("cleaned:" + name) == 3, f"{name}: its graph's payloads were not all released: {lines}"
+        assert lines.count("cleaned:" + name) == 3, (
+            f"{name}: its graph's payloads were not all released: {lines}"
+        )
     s = out["at_exit"]
     assert s["cleaned"] == 9 and s["leaked_at_shutdown"] == 0, s
     assert s["cleanups_after_shutdown"] == 0, s
@@ -144,7 +155,11 @@ def test_exit_wait_s_is_honoured_in_seconds(scenario, wait_s, released):
     n = 20
     out = scenario("exit_wait_late_destructor", str(n), str(wait_s), "0.3", timeout_s=60)
     assert out["rc"] == 0, out["stderr"]
-    assert out["result"] == {"created": n, "held": n, "settings": {"exit_wait_s": wait_s, "stale_claim_s": 1.0}}
+    assert out["result"] == {
+        "created": n,
+        "held": n,
+        "settings": {"exit_wait_s": wait_s, "stale_claim_s": 1.0},
+    }
     s = out["at_exit"]
     assert s is not None, out["stderr"]
     if released:
@@ -163,8 +178,14 @@ def test_a_full_py_atexit_table_is_said_once_and_the_exit_counters_stay(scenario
     import time
 
     t0 = time.monotonic()
-    out = scenario("exit_wait_late_destructor", "20", "1.0", "0.3", timeout_s=60,
-                   extra_env={"DC_TEST_FILL_PY_ATEXIT": "1"})
+    out = scenario(
+        "exit_wait_late_destructor",
+        "20",
+        "1.0",
+        "0.3",
+        timeout_s=60,
+        extra_env={"DC_TEST_FILL_PY_ATEXIT": "1"},
+    )
     took = time.monotonic() - t0
     assert out["rc"] == 0, out["stderr"]
     assert out["stderr"].count("Py_AtExit table is full") == 1, out["stderr"]
@@ -172,9 +193,17 @@ def test_a_full_py_atexit_table_is_said_once_and_the_exit_counters_stay(scenario
     assert s is not None, "the exit counters (DC_STATS_AT_EXIT) were not written"
     assert s["atexit_table_full"] is True and s["cleaned"] == 20, s
     assert took < 4.0, f"exit took {took:.1f} s"
-    p = subprocess.run([sys.executable, "-c", "import deferred_cleanup as d; print(d.counters()['atexit_table_full'])"],
-                       env=dict(__import__("os").environ, DC_TEST_FILL_PY_ATEXIT="1"),
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import deferred_cleanup as d; print(d.counters()['atexit_table_full'])",
+        ],
+        env=dict(__import__("os").environ, DC_TEST_FILL_PY_ATEXIT="1"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0 and p.stdout.strip() == "True", p.stderr
 
 

@@ -12,6 +12,7 @@ gate) or hanging at exit (inherited driver threads); the child must release
 child must exit promptly.  Source: POSIX fork(2) (only the calling thread is
 duplicated); CPython Doc/library/os.rst (register_at_fork).
 """
+
 import sysconfig
 
 import pytest
@@ -46,8 +47,10 @@ def test_child_cleans_new_payloads(scenario, tmp_path, mode):
     # matrix (docs Caveats, fork()).  A CPython that fixes it fails here by name.
     if mode == "worker-during-drain":
         assert child["stuck"] is True, child
-        assert child["released_by_pending_call"] == 0, ("CPython now runs pending calls in a child forked "
-                                                         f"during one: update docs Caveats, fork(): {child}")
+        assert child["released_by_pending_call"] == 0, (
+            "CPython now runs pending calls in a child forked "
+            f"during one: update docs Caveats, fork(): {child}"
+        )
     elif mode == "worker" and FREE_THREADED:
         # Free-threaded builds: the pending call signals the parent's main
         # thread state (_PyRuntime.main_tstate, set once in Python/pylifecycle.c
@@ -55,8 +58,10 @@ def test_child_cleans_new_payloads(scenario, tmp_path, mode):
         # recompute the child's eval breaker (Python/ceval_gil.c), so a child
         # forked by a worker runs no pending call (docs Caveats, fork()).
         assert child["stuck"] is True, child
-        assert child["released_by_pending_call"] == 0, ("CPython now runs pending calls in a child forked by a "
-                                                         f"worker on a free-threaded build: update docs Caveats: {child}")
+        assert child["released_by_pending_call"] == 0, (
+            "CPython now runs pending calls in a child forked by a "
+            f"worker on a free-threaded build: update docs Caveats: {child}"
+        )
     else:
         assert child["stuck"] is False, child
         assert child["released_by_pending_call"] == 20, child
@@ -67,7 +72,11 @@ def test_child_with_driver_threads_never_hangs(scenario, tmp_path):
     promptly: it never joins threads it does not own (10 runs)."""
     for run in range(10):
         out = scenario("fork_child", "main", str(tmp_path / f"c{run}.json"), timeout_s=60)
-        assert out["rc"] == 0 and out["result"]["child_rc"] == 0, (run, out["result"], out["stderr"])
+        assert out["rc"] == 0 and out["result"]["child_rc"] == 0, (
+            run,
+            out["result"],
+            out["stderr"],
+        )
         assert out["result"]["child_s"] < 3.0, (run, out["result"])
 
 
@@ -90,7 +99,9 @@ def _fork_with_items_queued(dc, n, fin):
     d.release(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() of a threaded process
-        return list(map(operator.methodcaller("__call__"), [functools.partial(d.wait_idle, 10), os.fork]))[1]
+        return list(
+            map(operator.methodcaller("__call__"), [functools.partial(d.wait_idle, 10), os.fork])
+        )[1]
 
 
 def _child_result(pid):
@@ -132,7 +143,9 @@ def test_child_cleans_items_queued_at_fork_without_new_payloads(dc, recorder, re
                 code = 0
         finally:
             os._exit(code)
-    assert _child_result(pid) == 0, "child: 1 = items not cleaned by a pending call, 2 = off its main thread"
+    assert _child_result(pid) == 0, (
+        "child: 1 = items not cleaned by a pending call, 2 = off its main thread"
+    )
     dc.drain_now()  # the parent's own copies (its call may have been lost)
     assert recorder.calls == {i: 1 for i in range(n)}, "the parent cleans its own copies"
 

@@ -7,6 +7,7 @@ the driver graph, and the payload is then released on the main thread like
 any other.  Source: CPython Doc/c-api/gcsupport.rst; pybind11
 custom_type_setup.
 """
+
 import gc
 import threading
 import weakref
@@ -28,7 +29,9 @@ def test_payload_referencing_its_graph_is_collected_and_released(dc, recorder, w
     del g, h
     gc.collect()
     assert d.wait_idle(5)
-    assert wait(lambda: recorder.calls == {key: 1}), "the cycle was never collected: payload not released"
+    assert wait(lambda: recorder.calls == {key: 1}), (
+        "the cycle was never collected: payload not released"
+    )
     assert recorder.threads == {threading.main_thread().ident}
     assert wait(lambda: alive() is None)
     assert dlt("cleaned") == 1 and dlt("created") == 1
@@ -59,6 +62,7 @@ def _finalizer_cycles(recorder):
     def closure(g):
         def fin(o):
             recorder(("closure", o, g is not None))
+
         return fin
 
     def lam(g):
@@ -85,8 +89,12 @@ def test_a_cycle_through_the_finalizer_alone_is_collected_and_released(dc, recor
     gc.collect()
     assert d.wait_idle(5)
     want = {("bound", 7): 1, ("closure", 7, True): 1, ("lambda", 7): 1}
-    assert wait(lambda: recorder.calls == want), f"cycles through a finalizer not collected: {recorder.calls}"
+    assert wait(lambda: recorder.calls == want), (
+        f"cycles through a finalizer not collected: {recorder.calls}"
+    )
     assert recorder.threads == {threading.main_thread().ident}
     gc.collect()
-    assert wait(lambda: all(r() is None for r in alive)), "a graph of a finalizer cycle is still alive"
+    assert wait(lambda: all(r() is None for r in alive)), (
+        "a graph of a finalizer cycle is still alive"
+    )
     assert dlt("cleaned") == 3

@@ -5,6 +5,7 @@ that drained, or by CPython in the code a pending call interrupted (the
 pending call returns -1 with it set; Python/ceval_gil.c make_pending_calls,
 v3.12.0).  Other exceptions go to sys.unraisablehook, as before.
 """
+
 import functools
 import operator
 import signal
@@ -34,7 +35,9 @@ def python_sigint_handler():
     signal.signal(signal.SIGINT, old)
 
 
-def test_ctrl_c_during_a_long_drain_is_delivered_after_it(dc, recorder, lose_call, python_sigint_handler):
+def test_ctrl_c_during_a_long_drain_is_delivered_after_it(
+    dc, recorder, lose_call, python_sigint_handler
+):
     """A real SIGINT arrives while the 10th of 2000 finalizers runs.
 
     Python's own handler is installed for the test: a process started in the
@@ -51,7 +54,9 @@ def test_ctrl_c_during_a_long_drain_is_delivered_after_it(dc, recorder, lose_cal
     _queue(dc, 2000, fin)
     with pytest.raises(KeyboardInterrupt):
         dc.drain_now()
-    assert len(recorder.calls) == 2000 and set(recorder.calls.values()) == {1}, "every cleanup ran exactly once"
+    assert len(recorder.calls) == 2000 and set(recorder.calls.values()) == {1}, (
+        "every cleanup ran exactly once"
+    )
     assert dc.counters()["deferred_interrupts"] >= 1
 
 
@@ -93,7 +98,9 @@ def test_interrupt_from_a_pending_call_is_raised_in_the_interrupted_code(dc, rec
     deadline = time.monotonic() + 10
     with pytest.raises(KeyboardInterrupt):
         d.release(1)  # not an entry point: the destructors push and add the pending call
-        while time.monotonic() < deadline:  # plain Python: no entry point; the pending call interrupts it
+        while (
+            time.monotonic() < deadline
+        ):  # plain Python: no entry point; the pending call interrupts it
             time.sleep(0.001)
     assert d.wait_idle(10)
     assert len(recorder.calls) == 5
@@ -197,11 +204,15 @@ def test_two_interrupts_are_never_lost(dc, recorder, monkeypatch, case, via):
     caught = _drain_all(dc, d, recorder, n, via)
     after = dc.counters()
     kinds = [type(e) for e in caught]
-    want = [KeyboardInterrupt if first is KeyboardInterrupt else SystemExit,
-            KeyboardInterrupt if second is KeyboardInterrupt else SystemExit]
+    want = [
+        KeyboardInterrupt if first is KeyboardInterrupt else SystemExit,
+        KeyboardInterrupt if second is KeyboardInterrupt else SystemExit,
+    ]
     assert recorder.calls == {i: 1 for i in range(n)}, "every cleanup ran exactly once"
     assert recorder.threads == {threading.main_thread().ident}
-    assert kinds[:1] == want[:1], f"the first is raised to the program: raised {kinds}, unraisable {unraisable}"
+    assert kinds[:1] == want[:1], (
+        f"the first is raised to the program: raised {kinds}, unraisable {unraisable}"
+    )
     assert kinds + unraisable == want, f"raised {kinds}, unraisable {unraisable}"
     assert [e.code for e in caught if isinstance(e, SystemExit)] == [4] * kinds.count(SystemExit)
     assert after["deferred_interrupts"] - before["deferred_interrupts"] == len(kinds)
@@ -209,7 +220,9 @@ def test_two_interrupts_are_never_lost(dc, recorder, monkeypatch, case, via):
 
 
 @pytest.mark.parametrize("entry", ["stats", "poll", "drain_now", "graph", "unraisablehook"])
-def test_an_entry_point_inside_a_cleanup_does_not_take_the_interrupt(dc, recorder, monkeypatch, entry):
+def test_an_entry_point_inside_a_cleanup_does_not_take_the_interrupt(
+    dc, recorder, monkeypatch, entry
+):
     """Cleanup 1 raises KeyboardInterrupt; cleanup 2 calls an entry point.  The
     entry point must not raise the saved interrupt inside cleanup 2: it is
     raised once, where the drain was entered."""
@@ -280,7 +293,9 @@ def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorde
             recorder(i)
             deadline = time.monotonic() + 10
             while dc.counters()["drain_cycles"] == base[0] and time.monotonic() < deadline:
-                time.sleep(0.0005)  # drops the GIL: on 3.10-3.12 the call runs when it is taken back
+                time.sleep(
+                    0.0005
+                )  # drops the GIL: on 3.10-3.12 the call runs when it is taken back
             nested.append(dc.counters()["drain_cycles"] - base[0])
         except BaseException as e:  # noqa: BLE001 - what the cleanup saw is the point
             inner.append(type(e))
@@ -296,7 +311,12 @@ def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorde
     caught = []
     try:
         d.release(1)
-        list(map(operator.methodcaller("__call__"), [functools.partial(d.wait_idle, 10), dc._native.drain_now]))
+        list(
+            map(
+                operator.methodcaller("__call__"),
+                [functools.partial(d.wait_idle, 10), dc._native.drain_now],
+            )
+        )
     except (KeyboardInterrupt, SystemExit) as e:
         caught.append(e)
     after = dc.counters()

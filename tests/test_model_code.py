@@ -21,6 +21,7 @@ These checks read the headers as text, as the litmus tag checks do for the
 memory orders (tests/test_litmus.py), so that the code cannot drift from
 what the model proves without a test failing.
 """
+
 from pathlib import Path
 
 INCLUDE = Path(__file__).resolve().parent.parent / "reference" / "include" / "deferred_cleanup"
@@ -39,7 +40,7 @@ def _body(path: Path, signature: str) -> str:
         elif text[j] == "}":
             depth -= 1
             if depth == 0:
-                return text[i:j + 1]
+                return text[i : j + 1]
     raise AssertionError(f"unbalanced braces after {signature!r} in {path.name}")
 
 
@@ -53,27 +54,46 @@ def _positions(body: str, needles: list[str]) -> list[int]:
 
 def test_call_ran_moves_the_claim_before_it_reads_the_records():
     body = _body(INCLUDE / "rearm_state.hpp", "bool call_ran(std::uint64_t seq) noexcept")
-    steps = ["ran_max_seq_.compare_exchange_weak(", "move_claim_seq(seq, 0)",
-             "superseded_seq_.load(", "main_seq_.load("]
+    steps = [
+        "ran_max_seq_.compare_exchange_weak(",
+        "move_claim_seq(seq, 0)",
+        "superseded_seq_.load(",
+        "main_seq_.load(",
+    ]
     pos = _positions(body, steps)
-    assert pos == sorted(pos), ("call_ran() must update ran_max, move the claim, then read the records "
-                                f"(the model's order): found {sorted(zip(pos, steps))}")
+    assert pos == sorted(pos), (
+        "call_ran() must update ran_max, move the claim, then read the records "
+        f"(the model's order): found {sorted(zip(pos, steps))}"
+    )
 
 
 def test_move_claim_publishes_and_sees_the_records():
-    body = _body(INCLUDE / "rearm_state.hpp", "bool move_claim_seq(std::uint64_t expected, std::uint64_t desired)")
+    body = _body(
+        INCLUDE / "rearm_state.hpp",
+        "bool move_claim_seq(std::uint64_t expected, std::uint64_t desired)",
+    )
     assert "std::memory_order_acq_rel" in body and "std::memory_order_acquire" in body, (
         "a call that loses the claim to a re-arm must see the re-arm's record: acq_rel, acquire on failure\n"
-        + body)
+        + body
+    )
 
 
 def test_rearm_leaves_the_clock_of_a_claim_it_may_not_rearm():
-    body = _body(INCLUDE / "rearm.hpp", "ScheduleResult rearm_if_stale(BasicQueue<P>& q, bool main_entry")
-    at_bound, take_clock = _positions(body, ["r.superseded() != 0 && (!main_entry || r.main_rearmed() != 0)",
-                                             "r.take_stale_claim(seen)"])
+    body = _body(
+        INCLUDE / "rearm.hpp", "ScheduleResult rearm_if_stale(BasicQueue<P>& q, bool main_entry"
+    )
+    at_bound, take_clock = _positions(
+        body,
+        [
+            "r.superseded() != 0 && (!main_entry || r.main_rearmed() != 0)",
+            "r.take_stale_claim(seen)",
+        ],
+    )
     assert at_bound < take_clock, "at the bound, return before taking the claim's clock"
     within = body.index("const bool within = r.take_supersede(old_seq);")
     branch = body.index("if (!within && !main_entry) {", within)
     give_back = body.index("r.start_stale_clock(old_seq, seen);", branch)
     ret = body.index("return ScheduleResult::already_scheduled;", branch)
-    assert give_back < ret, "a failed take_supersede off the main thread gives the clock back before returning"
+    assert give_back < ret, (
+        "a failed take_supersede off the main thread gives the clock back before returning"
+    )

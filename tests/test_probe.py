@@ -6,6 +6,7 @@ process; the expected value comes from ``deferred_cleanup.cpython_facts``,
 which is read from CPython's sources and cited row by row.  A test fails when
 CPython's behaviour differs from the table.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,13 @@ VERSION = sys.version_info[:2]
 
 def probe_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """Run ``python -m deferred_cleanup.probe ARGS`` in a child; return the finished process."""
-    return subprocess.run([sys.executable, "-m", "deferred_cleanup.probe", *args], capture_output=True, text=True,
-                          timeout=PROBE_TIMEOUT_S, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "deferred_cleanup.probe", *args],
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT_S,
+        env=env,
+    )
 
 
 def run_probe(tmp: Path, *extra: str, ok_rcs=(0,)) -> tuple[dict, str, int]:
@@ -72,14 +78,18 @@ def test_field_matches_expected_table(measured, field):
         return
     if newer and not STRICT:
         n = cpython_facts.newest()
-        warnings.warn(NewerCPythonNews(
-            f"newer than the table: {platform.python_version()} {field} measured {got!r}, "
-            f"{exp!r} on {n[0]}.{n[1]} (DC_PROBE_STRICT=1 makes this fail)"))
+        warnings.warn(
+            NewerCPythonNews(
+                f"newer than the table: {platform.python_version()} {field} measured {got!r}, "
+                f"{exp!r} on {n[0]}.{n[1]} (DC_PROBE_STRICT=1 makes this fail)"
+            )
+        )
         return
     row = cpython_facts.fact(field, cpython_facts.newest() if newer else VERSION)
     raise AssertionError(
         f"CPython behaviour changed: {platform.python_version()} {field} expected {exp!r}, measured {got!r}\n"
-        f"expected row cites: {row.cite}\nraw: {measured['extra'].get(field) or measured['extra']}")
+        f"expected row cites: {row.cite}\nraw: {measured['extra'].get(field) or measured['extra']}"
+    )
 
 
 def test_probe_measures_no_field_outside_the_table(measured):
@@ -103,14 +113,29 @@ def test_probe_table_and_metadata(probe_run):
     assert md["source"] == (os.environ.get("DC_INTERPRETER_SOURCE") or DERIVED_SOURCE)
     lines = stdout.splitlines()
     for field in cpython_facts.FIELDS:
-        assert any(line.split()[:1] == [field] for line in lines), f"{field} missing from the printed table"
+        assert any(line.split()[:1] == [field] for line in lines), (
+            f"{field} missing from the printed table"
+        )
 
 
 def test_name_and_source_are_derived_when_no_variable_gives_them():
-    env = {k: v for k, v in os.environ.items() if k not in ("DC_INTERPRETER_NAME", "DC_INTERPRETER_SOURCE")}
-    p = subprocess.run([sys.executable, "-c", "import json; from deferred_cleanup import probe; "
-                        "print(json.dumps(probe.interpreter_metadata()))"],
-                       capture_output=True, text=True, timeout=60, env=env)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DC_INTERPRETER_NAME", "DC_INTERPRETER_SOURCE")
+    }
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json; from deferred_cleanup import probe; "
+            "print(json.dumps(probe.interpreter_metadata()))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr
     md = json.loads(p.stdout)
     assert (md["name"], md["source"]) == (DERIVED_NAME, DERIVED_SOURCE)
@@ -128,10 +153,16 @@ def test_expected_interface():
     if VERSION > NEWEST:
         with pytest.raises(KeyError):  # no row covers a version newer than the table
             cpython_facts.expected("capacity")
-        assert cpython_facts.assumed("capacity") == (cpython_facts.expected("capacity", NEWEST), True)
+        assert cpython_facts.assumed("capacity") == (
+            cpython_facts.expected("capacity", NEWEST),
+            True,
+        )
     else:
         assert cpython_facts.expected("capacity") == cpython_facts.expected("capacity", VERSION)
-        assert cpython_facts.assumed("capacity") == (cpython_facts.expected("capacity", VERSION), False)
+        assert cpython_facts.assumed("capacity") == (
+            cpython_facts.expected("capacity", VERSION),
+            False,
+        )
     with pytest.raises(KeyError):
         cpython_facts.expected("no.such.field")
     with pytest.raises(KeyError):
@@ -148,14 +179,25 @@ def test_every_field_covers_every_matrix_version_once(field):
 @pytest.mark.parametrize("row", cpython_facts.TABLE, ids=lambda r: f"{r.field}-{r.lo[1]}-{r.hi[1]}")
 def test_every_row_is_cited(row):
     # A citation names a CPython source file, or refers to another row that does.
-    assert ("Python/" in row.cite or "Include/" in row.cite or row.cite.startswith("see ")), row.cite
+    assert "Python/" in row.cite or "Include/" in row.cite or row.cite.startswith("see "), row.cite
 
 
 # ---------------------------------------------------------------- the report
 def run_report(tmp: Path, files: list[Path], *missing: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "deferred_cleanup.report", "--out-dir", str(tmp / "out"),
-                           *[f"--missing={m}" for m in missing], *map(str, files)],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "deferred_cleanup.report",
+            "--out-dir",
+            str(tmp / "out"),
+            *[f"--missing={m}" for m in missing],
+            *map(str, files),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_report_no_difference_on_this_interpreter(measured, tmp_path):
@@ -179,8 +221,10 @@ def test_report_flags_a_changed_value(in_table, tmp_path):
     f.write_text(json.dumps(changed))
     p = run_report(tmp_path, [f])
     assert p.returncode == 1
-    want = (f"CPython behaviour changed: {in_table['interpreter']['version']} capacity expected "
-            f"{in_table['fields']['capacity']}, measured {in_table['fields']['capacity'] + 1}")
+    want = (
+        f"CPython behaviour changed: {in_table['interpreter']['version']} capacity expected "
+        f"{in_table['fields']['capacity']}, measured {in_table['fields']['capacity'] + 1}"
+    )
     assert want in p.stdout
 
 
@@ -226,12 +270,14 @@ def fake_version(measured):
     ``3.<minor>.0a1`` (the fields are this interpreter's); the probe's
     ``--load`` then treats it as a run of that version.
     """
+
     def make(minor: int) -> dict:
         out = json.loads(json.dumps(measured))
         out["interpreter"]["version"] = f"3.{minor}.0a1"
         out["interpreter"]["version_info"] = [3, minor, 0]
         out["interpreter"]["name"] = f"cp3{minor}-custom"
         return out
+
     return make
 
 
@@ -241,10 +287,14 @@ def test_check_exits_0_on_this_interpreter(probe_run):
     assert "CPython behaviour changed" not in stdout
     if VERSION > NEWEST:
         # A version newer than the table: no difference, or news that does not fail.
-        assert (f"check: no difference from the expected table for {NEWEST_S}" in stdout
-                or f"the newest row, on CPython {platform.python_version()}: exit 0" in stdout), stdout
+        assert (
+            f"check: no difference from the expected table for {NEWEST_S}" in stdout
+            or f"the newest row, on CPython {platform.python_version()}: exit 0" in stdout
+        ), stdout
     else:
-        assert f"check: no difference from the expected table for {VERSION[0]}.{VERSION[1]}" in stdout
+        assert (
+            f"check: no difference from the expected table for {VERSION[0]}.{VERSION[1]}" in stdout
+        )
 
 
 @pytest.fixture
@@ -276,8 +326,10 @@ def test_check_exits_1_when_a_field_is_not_measured(in_table, tmp_path):
     p = probe_cli("--load", str(write_json(tmp_path / "gone.json", gone)), "--check")
     assert p.returncode == 1, p.stdout + p.stderr
     ver = tuple(in_table["interpreter"]["version_info"][:2])
-    assert f"delay.busy_python expected {report.fmt(cpython_facts.expected('delay.busy_python', ver))}, " \
-           f"measured <not measured>" in p.stdout
+    assert (
+        f"delay.busy_python expected {report.fmt(cpython_facts.expected('delay.busy_python', ver))}, "
+        f"measured <not measured>" in p.stdout
+    )
 
 
 def test_check_without_check_flag_exits_0_on_a_difference(measured, tmp_path):
@@ -289,19 +341,26 @@ def test_check_without_check_flag_exits_0_on_a_difference(measured, tmp_path):
 
 def test_check_newer_than_the_table_compares_with_the_newest_row(fake_version, tmp_path):
     newer = fake_version(NEWEST[1] + 1)
-    newer["fields"]["capacity"] = cpython_facts.expected("capacity", NEWEST) + 1  # one sure difference
+    newer["fields"]["capacity"] = (
+        cpython_facts.expected("capacity", NEWEST) + 1
+    )  # one sure difference
     f = write_json(tmp_path / "newer.json", newer)
     p = probe_cli("--load", str(f), "--check")
     assert p.returncode == 0, p.stdout + p.stderr
     lines = p.stdout.splitlines()
     heads = [line for line in lines if line.startswith("newer than the table:")]
-    assert len(heads) == 1 and heads[0].startswith(f"newer than the table: differences from {NEWEST_S} ")
+    assert len(heads) == 1 and heads[0].startswith(
+        f"newer than the table: differences from {NEWEST_S} "
+    )
     cap = cpython_facts.expected("capacity", NEWEST)
     assert f"  capacity expected {cap} (as on {NEWEST_S}), measured {cap + 1}" in lines
     # Every other line is a field whose value differs from the newest row, and no more.
-    want = {f for f in cpython_facts.FIELDS
-            if (type(newer["fields"][f]), newer["fields"][f]) != (type(cpython_facts.expected(f, NEWEST)),
-                                                                   cpython_facts.expected(f, NEWEST))}
+    want = {
+        f
+        for f in cpython_facts.FIELDS
+        if (type(newer["fields"][f]), newer["fields"][f])
+        != (type(cpython_facts.expected(f, NEWEST)), cpython_facts.expected(f, NEWEST))
+    }
     got = {line.split()[0] for line in lines if line.startswith("  ")}
     assert got == want
     assert "CPython behaviour changed" not in p.stdout and "<no expected row>" not in p.stdout
@@ -326,13 +385,29 @@ def test_report_newer_than_the_table_is_news_not_failure(fake_version, measured,
     f = write_json(tmp_path / "newer.json", newer)
     p = run_report(tmp_path, [here, f])
     assert p.returncode == 0, p.stdout + p.stderr
-    assert f"newer than the table: differences from {NEWEST_S} (cp3{NEWEST[1] + 1}-custom" in p.stdout
+    assert (
+        f"newer than the table: differences from {NEWEST_S} (cp3{NEWEST[1] + 1}-custom" in p.stdout
+    )
     assert "CPython behaviour changed" not in p.stdout
     saved = json.loads((tmp_path / "out" / "probe.json").read_text())
-    assert {(d["field"], d["compared_with"], d["newer_than_table"]) for d in saved["differences"]} >= {
-        ("capacity", NEWEST_S, True)}
-    strict = subprocess.run([sys.executable, "-m", "deferred_cleanup.report", "--strict", "--out-dir",
-                             str(tmp_path / "out2"), str(here), str(f)], capture_output=True, text=True, timeout=60)
+    assert {
+        (d["field"], d["compared_with"], d["newer_than_table"]) for d in saved["differences"]
+    } >= {("capacity", NEWEST_S, True)}
+    strict = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "deferred_cleanup.report",
+            "--strict",
+            "--out-dir",
+            str(tmp_path / "out2"),
+            str(here),
+            str(f),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert strict.returncode == 1, strict.stdout + strict.stderr
 
 
@@ -355,14 +430,20 @@ def test_free_threaded_line_is_derived_from_the_measured_interpreters(measured, 
     if measured["interpreter"]["gil_disabled"]:
         assert line == f"free-threaded: measured on {name}"
     else:
-        assert line == "free-threaded: not available (no Py_GIL_DISABLED build among the 1 interpreter(s) measured)"
+        assert (
+            line
+            == "free-threaded: not available (no Py_GIL_DISABLED build among the 1 interpreter(s) measured)"
+        )
     # An interpreter that reported Py_GIL_DISABLED=1 changes the line; this one,
     # when it is free-threaded itself, stays on it first.
     ft = json.loads(json.dumps(measured))
     ft["interpreter"].update(gil_disabled=True, name="cp399t-elsewhere")
     p2 = run_report(tmp_path, [here, write_json(tmp_path / "ft.json", ft)])
-    want = ("measured on " + (f"{name}, " if measured["interpreter"]["gil_disabled"] else "")
-            + "cp399t-elsewhere")
+    want = (
+        "measured on "
+        + (f"{name}, " if measured["interpreter"]["gil_disabled"] else "")
+        + "cp399t-elsewhere"
+    )
     assert f"free-threaded: {want}" in p2.stdout.splitlines()
     saved = json.loads((tmp_path / "out" / "probe.json").read_text())
     assert saved["free_threaded"] == want
@@ -377,11 +458,27 @@ def test_free_threaded_line_names_the_runs_measured_outside_ci(measured, tmp_pat
         return next(x for x in p.stdout.splitlines() if x.startswith("free-threaded:"))
 
     def report_with_runs() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "deferred_cleanup.report", "--out-dir", str(tmp_path / "o"),
-                               f"--outside-ci={runs}", str(here)], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "deferred_cleanup.report",
+                "--out-dir",
+                str(tmp_path / "o"),
+                f"--outside-ci={runs}",
+                str(here),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
-    assert line(report_with_runs()).endswith(f"; none measured outside CI ({runs} has no free-threaded run)")
+    assert line(report_with_runs()).endswith(
+        f"; none measured outside CI ({runs} has no free-threaded run)"
+    )
     ft = json.loads(json.dumps(measured))
     ft["interpreter"].update(gil_disabled=True, name="cp399t-elsewhere", version="3.99.0a0")
     write_json(runs / "cp399t.json", {"probe": ft, "suite": {"passed": 1}})
-    assert line(report_with_runs()).endswith(f"; measured outside CI: cp399t-elsewhere 3.99.0a0 ({runs})")
+    assert line(report_with_runs()).endswith(
+        f"; measured outside CI: cp399t-elsewhere 3.99.0a0 ({runs})"
+    )

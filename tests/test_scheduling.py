@@ -4,6 +4,7 @@ The capacity of CPython's pending-call ring comes from cpython_facts
 (Python/ceval_gil.c; measured by the probe).  Source: cuda-python PR #2371;
 docs/design/scheduling.rst.
 """
+
 import threading
 
 import pytest
@@ -38,20 +39,26 @@ def test_burst_makes_exactly_one_pending_call(dc, delta, wait):
     n = 10_000
     driver = _held_burst(dc, n)
     d = delta()
-    r = dc._native._test_saturate(driver, threads=8, max_fill=0)  # main thread stays in C++ meanwhile
+    r = dc._native._test_saturate(
+        driver, threads=8, max_fill=0
+    )  # main thread stays in C++ meanwhile
     assert r["idle"] and r["released"] == n
     after = r["after"]
     assert after["enqueued"] - d.before["enqueued"] == n
     assert after["schedule_attempts"] - d.before["schedule_attempts"] == 1
     assert after["pending_calls"] - d.before["pending_calls"] == 1
-    assert after["cleaned"] - d.before["cleaned"] == 0, "nothing can be cleaned while the main thread is in C++"
+    assert after["cleaned"] - d.before["cleaned"] == 0, (
+        "nothing can be cleaned while the main thread is in C++"
+    )
     assert wait(lambda: d("cleaned") == n)
     assert d("pending_calls") == 1 and d("drain_cycles") == 1
 
 
 def test_saturation_nothing_cleaned_nothing_lost_then_retry_cleans(dc, delta, wait):
     if dc.variant() != "reference":
-        pytest.skip("the direct drain at an entry point is the reference's; the seed runs in subprocess tests")
+        pytest.skip(
+            "the direct drain at an entry point is the reference's; the seed runs in subprocess tests"
+        )
     n = 1000
     driver = _held_burst(dc, n)
     d = delta()

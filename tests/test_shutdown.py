@@ -6,12 +6,12 @@ The Py_AtExit backstop writes the final counters with C stdio
 finalization) come from cpython_facts.  Sources: docs/design/shutdown.rst;
 Python/pylifecycle.c Py_FinalizeEx; cuda-python PR #2371.
 """
+
 import signal
 
 import pytest
 
 from deferred_cleanup import cpython_facts
-
 
 
 def _accounting(out, created):
@@ -52,7 +52,9 @@ def test_reference_waits_out_a_producer_held_in_the_gate(scenario):
     assert out["result"] == {"held": True, "created": 1}
     s = _accounting(out, 1)
     assert s["gate_timeouts"] == 0
-    assert s["host_calls_after_teardown"] == 0, "the held producer called CPython after the shutdown hook"
+    assert s["host_calls_after_teardown"] == 0, (
+        "the held producer called CPython after the shutdown hook"
+    )
     assert s["gate_hook_passes"] == 1
     assert s["cleaned"] == 1, "the final drain runs after the held producer left the gate"
     assert s["schedule_attempts"] == 1
@@ -71,12 +73,16 @@ def test_comparison_variant_held_producer_calls_cpython_after_finalization(scena
     if outcome == "crash":
         sig = getattr(signal, cpython_facts.assumed("after_finalize.signal")[0])
         assert out["rc"] == -sig, f"expected {variant} to die of {sig!r}, rc={out['rc']}"
-        assert out["at_exit"] is None, "the process died inside the backstop, before writing counters"
+        assert out["at_exit"] is None, (
+            "the process died inside the backstop, before writing counters"
+        )
     else:
         assert outcome == "no-op"
         s = _accounting(out, 1)
         assert s["schedule_attempts"] == 1 and s["gate_hook_passes"] == 1
-        assert s["host_calls_after_teardown"] == 1, f"{variant}'s held producer calls CPython after finalization"
+        assert s["host_calls_after_teardown"] == 1, (
+            f"{variant}'s held producer calls CPython after finalization"
+        )
         assert s["leaked_at_shutdown"] == 1 and s["cleaned"] == 0
 
 
@@ -133,8 +139,16 @@ def test_comparison_variant_window_is_measured(scenario, variant, tmp_path):
     assert s["exit_to_backstop_ns"] > 0, s
     if variant == "cuda-core-1.2":
         assert s["check_to_call_ns_max"] > 0, s
-    dest = __import__("pathlib").Path(__file__).resolve().parent.parent / "build" / "shutdown-windows"
+    dest = (
+        __import__("pathlib").Path(__file__).resolve().parent.parent / "build" / "shutdown-windows"
+    )
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / f"{variant}.json").write_text(__import__("json").dumps(
-        {"variant": variant, "exit_to_backstop_ns": s["exit_to_backstop_ns"],
-         "check_to_call_ns_max": s["check_to_call_ns_max"]}))
+    (dest / f"{variant}.json").write_text(
+        __import__("json").dumps(
+            {
+                "variant": variant,
+                "exit_to_backstop_ns": s["exit_to_backstop_ns"],
+                "check_to_call_ns_max": s["check_to_call_ns_max"],
+            }
+        )
+    )

@@ -11,6 +11,7 @@ fail when one states another value, naming the file and the sentence.
 No extension is needed: the headers and pages are read as text, and
 cpython_facts.py is loaded by path (it imports nothing of the package).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -46,7 +47,7 @@ def _flat(text: str) -> str:
 def _sentence(text: str, start: int, end: int) -> str:
     a = max(text.rfind(". ", 0, start), text.rfind("; ", 0, start), 0)
     b = text.find(". ", end)
-    return text[a:b if b != -1 else len(text)].strip(" .;")
+    return text[a : b if b != -1 else len(text)].strip(" .;")
 
 
 def _number(token: str) -> int:
@@ -80,21 +81,29 @@ def _check(source: int, found, what: str) -> None:
     for p, v, s in found:
         print(f"  {p}: {v}")
     assert found, f"no statement of {what} found: the pattern no longer matches the prose"
-    wrong = [f"{p}: states {v}, not {source}: \"{s}\"" for p, v, s in found if v != source]
+    wrong = [f'{p}: states {v}, not {source}: "{s}"' for p, v, s in found if v != source]
     assert not wrong, f"{what} is {source} at its source; elsewhere:\n" + "\n".join(wrong)
 
 
 # Sentences about a part of the bound: producers alone, or one kind of call.
-_PARTIAL = re.compile(r"producers alone|from producers|producers keep|producer with|without the main thread|"
-                      r"such call|superseded call may|main thread's calls at", re.I)
+_PARTIAL = re.compile(
+    r"producers alone|from producers|producers keep|producer with|without the main thread|"
+    r"such call|superseded call may|main thread's calls at",
+    re.I,
+)
 
 
 def test_bound_on_outstanding_calls_is_stated_as_its_constant():
     source = _cpp_constant("rearm_state.hpp", "kMaxCallsOutstanding")
-    found = _statements(r"at most (\w+) (?:of (?:the queue's|our|its) )?(?:pending )?(?:calls )?(?:are )?"
-                        r"(?:ever )?outstanding", keep=lambda s: not _PARTIAL.search(s))
+    found = _statements(
+        r"at most (\w+) (?:of (?:the queue's|our|its) )?(?:pending )?(?:calls )?(?:are )?"
+        r"(?:ever )?outstanding",
+        keep=lambda s: not _PARTIAL.search(s),
+    )
     found += _statements(r"the bound is (\w+)\b", keep=lambda s: "outstanding" in s)
-    _check(source, found, "the bound on the queue's outstanding pending calls (kMaxCallsOutstanding)")
+    _check(
+        source, found, "the bound on the queue's outstanding pending calls (kMaxCallsOutstanding)"
+    )
 
 
 def test_call_token_ring_is_stated_as_its_constant():
@@ -118,10 +127,16 @@ def test_cpython_ring_capacity_is_stated_as_the_facts_table():
     cap = {(f.lo, f.hi): f.value for f in facts.TABLE if f.field == "capacity"}
     old = cap[((3, 10), (3, 12))]
     new = cap[((3, 13), (3, 15))]
-    _check(old, _statements(r"(?<![-\w])(\d+) (?:pending )?(?:calls )?on 3\.10\s?[-–]\s?3\.12"),
-           "CPython's pending-call capacity on 3.10-3.12 (cpython_facts.py, capacity)")
-    _check(new, _statements(r"(?<![-\w])(\d+) (?:pending )?(?:calls )?on 3\.13\+?(?! and)"),
-           "CPython's pending-call capacity on 3.13+ (cpython_facts.py, capacity)")
+    _check(
+        old,
+        _statements(r"(?<![-\w])(\d+) (?:pending )?(?:calls )?on 3\.10\s?[-–]\s?3\.12"),
+        "CPython's pending-call capacity on 3.10-3.12 (cpython_facts.py, capacity)",
+    )
+    _check(
+        new,
+        _statements(r"(?<![-\w])(\d+) (?:pending )?(?:calls )?on 3\.13\+?(?! and)"),
+        "CPython's pending-call capacity on 3.13+ (cpython_facts.py, capacity)",
+    )
     # Both at once: "31 or 32 slots", "holds 32 pending calls instead of 31".
     pairs = []
     for path in _prose_files():
@@ -131,21 +146,25 @@ def test_cpython_ring_capacity_is_stated_as_the_facts_table():
         for m in re.finditer(r"holds (\d+) pending calls instead of (\d+)", text):
             pairs.append((path.relative_to(REPO), (int(m[2]), int(m[1])), m[0]))
     wrong = [f"{p}: {s!r}" for p, v, s in pairs if v != (old, new)]
-    assert pairs and not wrong, f"capacity is {old} (3.10-3.12) and {new} (3.13+):\n" + "\n".join(wrong)
+    assert pairs and not wrong, f"capacity is {old} (3.10-3.12) and {new} (3.13+):\n" + "\n".join(
+        wrong
+    )
 
 
 def _default_seconds(keyword: re.Pattern, exclude: re.Pattern | None = None):
     """Statements 'N s by default', 'default N s', 'default N.0' whose nearest
     preceding setting name (within the sentence) is `keyword`."""
-    rx = re.compile(r"(?:\b(\d+(?:\.\d+)?) ?s(?:econds)? by default|\bdefault:? (\d+(?:\.\d+)?) ?(?:s\b|seconds|\)))",
-                    re.I)
+    rx = re.compile(
+        r"(?:\b(\d+(?:\.\d+)?) ?s(?:econds)? by default|\bdefault:? (\d+(?:\.\d+)?) ?(?:s\b|seconds|\)))",
+        re.I,
+    )
     names = re.compile(r"exit[_ ]wait|stale|gate", re.I)
     out = []
     for path in _prose_files():
         text = _flat(path.read_text(errors="replace"))
         for m in rx.finditer(text):
             sentence_start = max(text.rfind(". ", 0, m.start()), 0)
-            before = text[sentence_start:m.start()]
+            before = text[sentence_start : m.start()]
             named = list(names.finditer(before))
             if not named or not keyword.fullmatch(named[-1].group(0)):
                 continue
@@ -154,11 +173,14 @@ def _default_seconds(keyword: re.Pattern, exclude: re.Pattern | None = None):
     return out
 
 
-@pytest.mark.parametrize("constant, header, keyword, unit_ns", [
-    ("kDefaultExitWaitNs", "host.hpp", r"exit[_ ]wait", 1e9),
-    ("kDefaultStaleClaimNs", "host.hpp", r"stale", 1e9),
-    ("kDefaultGateBound", "shutdown.hpp", r"gate", 1e3),
-])
+@pytest.mark.parametrize(
+    "constant, header, keyword, unit_ns",
+    [
+        ("kDefaultExitWaitNs", "host.hpp", r"exit[_ ]wait", 1e9),
+        ("kDefaultStaleClaimNs", "host.hpp", r"stale", 1e9),
+        ("kDefaultGateBound", "shutdown.hpp", r"gate", 1e3),
+    ],
+)
 def test_default_time_bounds_are_stated_as_their_constants(constant, header, keyword, unit_ns):
     source = _cpp_constant(header, constant) / unit_ns  # seconds
     found = _default_seconds(re.compile(keyword, re.I))

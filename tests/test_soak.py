@@ -21,6 +21,7 @@ outcome.
 A summary per interpreter is written to ``build/soak/<matrix column>.json``
 (e.g. ``cp312-pyenv.json``).
 """
+
 from __future__ import annotations
 
 import json
@@ -52,7 +53,9 @@ REFERENCE_CASES = [
 
 
 def _tally(runs: list[dict]) -> dict:
-    return {k: sum(r[k] for r in runs) for k in ("crashes", "hangs", "missing")} | {"runs": len(runs)}
+    return {k: sum(r[k] for r in runs) for k in ("crashes", "hangs", "missing")} | {
+        "runs": len(runs)
+    }
 
 
 def _classify(out: dict | None, created: int) -> dict:
@@ -73,10 +76,18 @@ def _classify(out: dict | None, created: int) -> dict:
         return {"crashes": 1, "hangs": 0, "missing": 0, "rc": out["rc"], "why": name}
     s = out["at_exit"]
     if s is None:
-        return {"crashes": 0, "hangs": 0, "missing": 1, "rc": 0, "why": "no counters from the backstop"}
+        return {
+            "crashes": 0,
+            "hangs": 0,
+            "missing": 1,
+            "rc": 0,
+            "why": "no counters from the backstop",
+        }
     bad = []
     if s["cleaned"] + s["leaked_at_shutdown"] != created:
-        bad.append(f"cleaned {s['cleaned']} + leaked {s['leaked_at_shutdown']} != created {created}")
+        bad.append(
+            f"cleaned {s['cleaned']} + leaked {s['leaked_at_shutdown']} != created {created}"
+        )
     if s["created"] != created:
         bad.append(f"created {s['created']} != {created}")
     if s["cleanups_after_shutdown"] != 0:
@@ -85,7 +96,13 @@ def _classify(out: dict | None, created: int) -> dict:
         # On 3.13+ such a call is a silent no-op (no crash), so only this
         # counter shows that the in-flight gate let a producer through.
         bad.append(f"{s['host_calls_after_teardown']} Py_AddPendingCall after teardown")
-    return {"crashes": 0, "hangs": 0, "missing": int(bool(bad)), "rc": 0, "why": "; ".join(bad) or "ok"}
+    return {
+        "crashes": 0,
+        "hangs": 0,
+        "missing": int(bool(bad)),
+        "rc": 0,
+        "why": "; ".join(bad) or "ok",
+    }
 
 
 def _soak(scenario, name: str, args: tuple, created: int, variant: str, n: int) -> list[dict]:
@@ -108,12 +125,16 @@ def _write_summary(case: str, variant: str, tally: dict, extra: dict | None = No
     path = REPO / "build" / "soak" / f"{tag}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     data = json.loads(path.read_text()) if path.exists() else {}
-    data[f"{variant}:{case}"] = tally | (extra or {}) | {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    data[f"{variant}:{case}"] = (
+        tally | (extra or {}) | {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    )
     path.write_text(json.dumps(data, indent=1, sort_keys=True))
 
 
 @pytest.mark.timeout(60 + int(3 * RUN_TIMEOUT_S) * max(SOAK_N, 1))
-@pytest.mark.parametrize("case,name,args,created", REFERENCE_CASES, ids=[c[0] for c in REFERENCE_CASES])
+@pytest.mark.parametrize(
+    "case,name,args,created", REFERENCE_CASES, ids=[c[0] for c in REFERENCE_CASES]
+)
 def test_reference_soak(scenario, case, name, args, created):
     runs = _soak(scenario, name, args, created, "reference", SOAK_N)
     tally = _tally(runs)
@@ -121,7 +142,8 @@ def test_reference_soak(scenario, case, name, args, created):
     failures = [r["why"] for r in runs if r["why"] != "ok"]
     assert tally["runs"] == SOAK_N
     assert tally["crashes"] == 0 and tally["hangs"] == 0 and tally["missing"] == 0, (
-        f"{case}: {tally}; first failures: {failures[:5]}")
+        f"{case}: {tally}; first failures: {failures[:5]}"
+    )
 
 
 @pytest.mark.timeout(60 + int(3 * RUN_TIMEOUT_S) * max(SOAK_N, 1))
@@ -136,21 +158,39 @@ def test_seed_held_in_gate_outcome_is_the_cpython_fact(scenario):
     if outcome == "crash":
         sig = getattr(signal, cpython_facts.assumed("after_finalize.signal")[0])
         rcs = sorted({r["rc"] for r in runs})
-        assert tally["crashes"] == SOAK_N and rcs == [-sig], f"expected every run to die of {sig!r}: rc {rcs}"
+        assert tally["crashes"] == SOAK_N and rcs == [-sig], (
+            f"expected every run to die of {sig!r}: rc {rcs}"
+        )
     else:
         assert outcome == "no-op", outcome
-        assert tally["crashes"] == 0 and tally["missing"] == 0, (tally, [r["why"] for r in runs if r["why"] != "ok"][:5])
+        assert tally["crashes"] == 0 and tally["missing"] == 0, (
+            tally,
+            [r["why"] for r in runs if r["why"] != "ok"][:5],
+        )
 
 
 def test_classify_counts_what_it_should():
     """The verdicts themselves: a crash, a hang and a miscount are each seen."""
-    good = {"variant": "reference", "cleaned": 3, "leaked_at_shutdown": 2, "created": 5,
-            "cleanups_after_shutdown": 0, "host_calls_after_teardown": 0}
+    good = {
+        "variant": "reference",
+        "cleaned": 3,
+        "leaked_at_shutdown": 2,
+        "created": 5,
+        "cleanups_after_shutdown": 0,
+        "host_calls_after_teardown": 0,
+    }
     assert _classify({"rc": 0, "at_exit": good}, 5)["why"] == "ok"
     assert _classify({"rc": -signal.SIGSEGV, "at_exit": None}, 5)["crashes"] == 1
     assert _classify(None, 5)["hangs"] == 1
     assert _classify({"rc": 0, "at_exit": dict(good, cleaned=2)}, 5)["missing"] == 1
     assert _classify({"rc": 0, "at_exit": dict(good, cleanups_after_shutdown=1)}, 5)["missing"] == 1
     assert _classify({"rc": 0, "at_exit": None}, 5)["missing"] == 1
-    assert _classify({"rc": 0, "at_exit": dict(good, host_calls_after_teardown=1)}, 5)["missing"] == 1
-    assert _classify({"rc": 0, "at_exit": dict(good, variant="seed", host_calls_after_teardown=1)}, 5)["why"] == "ok"
+    assert (
+        _classify({"rc": 0, "at_exit": dict(good, host_calls_after_teardown=1)}, 5)["missing"] == 1
+    )
+    assert (
+        _classify({"rc": 0, "at_exit": dict(good, variant="seed", host_calls_after_teardown=1)}, 5)[
+            "why"
+        ]
+        == "ok"
+    )

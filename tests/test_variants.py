@@ -8,6 +8,7 @@ scheduling, which does nothing while the starved pending call keeps
 ``scheduled_`` set (gh-95820 on CPython 3.10-3.12; cpython_facts field
 ``delay.busy_python``).
 """
+
 import json
 import os
 import subprocess
@@ -66,8 +67,13 @@ BUSY = textwrap.dedent("""
 
 
 def _run(code, variant):
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=variant))
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=variant),
+    )
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -93,5 +99,7 @@ def test_entry_points_inside_a_busy_loop(variant):
         # claim first adds the call from the main thread, which does run, so
         # how many are released before a foreign claim sticks is a race (0 on
         # this 2-core machine, 11 of 32 on a 16-core host: notes/gpu-run.md).
-        assert r["during"] < 32, f"{variant} retries only schedule(): the starving call holds the rest: {r}"
+        assert r["during"] < 32, (
+            f"{variant} retries only schedule(): the starving call holds the rest: {r}"
+        )
     assert r["after"] == 32, r

@@ -17,6 +17,7 @@ writes ``notes/interpreters/TAG.json``::
 
 Standard library only.  It records results; it builds nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "notes" / "interpreters"
 #: What the probe and the suite measured: the package, its C++ and the tests.
-GLOBS = ["reference/include/deferred_cleanup/*.hpp", "reference/src/*.cpp", "reference/src/*.hpp",
-         "reference/python/deferred_cleanup/*.py", "tests/*.py", "tests/scenarios/*.py"]
+GLOBS = [
+    "reference/include/deferred_cleanup/*.hpp",
+    "reference/src/*.cpp",
+    "reference/src/*.hpp",
+    "reference/python/deferred_cleanup/*.py",
+    "tests/*.py",
+    "tests/scenarios/*.py",
+]
 
 
 def suite(junit: Path) -> dict:
@@ -47,8 +54,12 @@ def suite(junit: Path) -> dict:
             failures.append(f"{c.get('classname', '')}::{c.get('name', '')}")
         elif c.find("skipped") is not None:
             skipped += 1
-    return {"passed": len(cases) - len(failures) - skipped, "failed": len(failures), "skipped": skipped,
-            "failures": failures}
+    return {
+        "passed": len(cases) - len(failures) - skipped,
+        "failed": len(failures),
+        "skipped": skipped,
+        "failures": failures,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -57,7 +68,9 @@ def main(argv: list[str]) -> int:
     :param argv: arguments (list[str]).
     :returns: 0.  Raises OSError / ValueError on unreadable inputs.
     """
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("save")
     s.add_argument("tag")
@@ -69,15 +82,34 @@ def main(argv: list[str]) -> int:
     s.add_argument("--note", default="")
     a = ap.parse_args(argv)
     probe = json.loads(a.probe.read_text())
-    out = {"tag": a.tag,
-           "cpython": {"version": probe["interpreter"]["version"], "configure": a.configure, "source": a.source},
-           "env": a.env, "probe": probe, "suite": suite(a.junit), "note": a.note}
+    out = {
+        "tag": a.tag,
+        "cpython": {
+            "version": probe["interpreter"]["version"],
+            "configure": a.configure,
+            "source": a.source,
+        },
+        "env": a.env,
+        "probe": probe,
+        "suite": suite(a.junit),
+        "note": a.note,
+    }
     OUT.mkdir(parents=True, exist_ok=True)
     dest = OUT / f"{a.tag}.json"
     dest.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
-    subprocess.run([sys.executable, str(REPO / "tools" / "provenance.py"), "stamp", str(dest),
-                    *[x for g in GLOBS for x in ("--glob", g)]], check=True)
-    print(f"{dest.relative_to(REPO)}: {out['suite']['passed']} passed, {out['suite']['failed']} failed")
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "tools" / "provenance.py"),
+            "stamp",
+            str(dest),
+            *[x for g in GLOBS for x in ("--glob", g)],
+        ],
+        check=True,
+    )
+    print(
+        f"{dest.relative_to(REPO)}: {out['suite']['passed']} passed, {out['suite']['failed']} failed"
+    )
     return 0
 
 

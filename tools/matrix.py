@@ -46,6 +46,7 @@ a build, so it says "not available".
 Only the standard library is used here: this script runs on whatever python3
 the machine has before anything is provisioned.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,7 +66,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-CACHE = Path(os.environ.get("DC_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deferred-cleanup")
+CACHE = Path(
+    os.environ.get("DC_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deferred-cleanup"
+)
 SID = REPO / "tools" / "sid-root.sh"
 SID_ROOT = CACHE / "sid-root"
 SID_VENVS = "/opt/deferred-cleanup/venvs"  # path inside the sid root
@@ -74,23 +78,28 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # Pinned: what every environment gets (pytest, pytest-timeout,
 # pybind11; scikit-build-core builds the extension without build isolation).
-REQUIREMENTS = ["pytest==9.2.0", "pytest-timeout==2.4.0", "pybind11==3.1.0", "scikit-build-core==1.1.2"]
+REQUIREMENTS = [
+    "pytest==9.2.0",
+    "pytest-timeout==2.4.0",
+    "pybind11==3.1.0",
+    "scikit-build-core==1.1.2",
+]
 PIP = "pip==25.3"
 DOCS_REQUIREMENTS_FILE = REPO / "docs" / "requirements.txt"
 
 
 @dataclasses.dataclass
 class Interp:
-    name: str            # matrix column, e.g. cp314-sid
-    minor: str           # "3.14"
-    source: str          # "pyenv" | "debian-sid"
+    name: str  # matrix column, e.g. cp314-sid
+    minor: str  # "3.14"
+    source: str  # "pyenv" | "debian-sid"
     debug: bool = False
     sid_python: str = ""  # path inside the sid root
     custom: bool = False  # given with --python PATH: source is "path:PATH"
     extra_reqs: bool = False  # docs environment: also docs/requirements.txt
-    base: str = ""       # for derived envs: the interpreter they reuse
+    base: str = ""  # for derived envs: the interpreter they reuse
     # filled by discovery
-    python: str | None = None   # the base interpreter
+    python: str | None = None  # the base interpreter
     why_missing: str = ""
 
     @property
@@ -145,9 +154,12 @@ ONCE_CHECKS = [
     ("bench", "cp312-pyenv", "bench"),
 ]
 # What the probe measures with (its provenance stamp's sources).
-PROBE_SOURCES = ["reference/src/probe*.cpp", "reference/python/deferred_cleanup/probe*.py",
-                 "reference/python/deferred_cleanup/report*.py",
-                 "reference/python/deferred_cleanup/cpython_facts.py"]
+PROBE_SOURCES = [
+    "reference/src/probe*.cpp",
+    "reference/python/deferred_cleanup/probe*.py",
+    "reference/python/deferred_cleanup/report*.py",
+    "reference/python/deferred_cleanup/cpython_facts.py",
+]
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 
 
@@ -165,7 +177,9 @@ def run(cmd, log: Path | None = None, check=True, **kw) -> subprocess.CompletedP
     if check and p.returncode != 0:
         tail = log.read_text(errors="replace").splitlines()[-40:]
         print("\n".join(tail), file=sys.stderr)
-        raise SystemExit(f"[matrix] failed ({p.returncode}): {' '.join(map(str, cmd))}\n[matrix] full log: {log}")
+        raise SystemExit(
+            f"[matrix] failed ({p.returncode}): {' '.join(map(str, cmd))}\n[matrix] full log: {log}"
+        )
     return p
 
 
@@ -195,7 +209,7 @@ def discover_pyenv(it: Interp) -> None:
         return
     best = None
     for d in glob.glob(str(root / "versions" / f"{it.minor}.*")):
-        tail = Path(d).name[len(it.minor) + 1:]
+        tail = Path(d).name[len(it.minor) + 1 :]
         if tail.isdigit() and (Path(d) / "bin" / "python3").exists():
             if best is None or int(tail) > best[0]:
                 best = (int(tail), Path(d) / "bin" / "python3")
@@ -215,7 +229,8 @@ def ensure_sid() -> bool:
     p = subprocess.run([str(SID)], stdout=subprocess.PIPE, text=True)
     sid_state["ok"] = p.returncode == 0
     sid_state["why"] = {3: "not root: the Debian unstable root cannot be made (see README)"}.get(
-        p.returncode, f"tools/sid-root.sh failed with exit {p.returncode}")
+        p.returncode, f"tools/sid-root.sh failed with exit {p.returncode}"
+    )
     return sid_state["ok"]
 
 
@@ -242,7 +257,8 @@ METADATA_CODE = (
     "import json,sys,sysconfig,platform;print(json.dumps({'version':platform.python_version(),"
     "'version_info':list(sys.version_info[:3]),'debug':hasattr(sys,'gettotalrefcount'),"
     "'gil_disabled':bool(sysconfig.get_config_var('Py_GIL_DISABLED')),"
-    "'implementation':platform.python_implementation()}))")
+    "'implementation':platform.python_implementation()}))"
+)
 
 
 def custom_interp(path: str) -> Interp:
@@ -258,13 +274,20 @@ def custom_interp(path: str) -> Interp:
     src = os.environ.get("DC_INTERPRETER_SOURCE") or f"path:{exe}"
     it = Interp(os.environ.get("DC_INTERPRETER_NAME") or "custom", "", src, custom=True)
     try:
-        out = subprocess.run([exe, "-c", METADATA_CODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, timeout=60)
+        out = subprocess.run(
+            [exe, "-c", METADATA_CODE],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         it.why_missing = f"{exe} does not run: {e}"
         return it
     if out.returncode != 0:
-        it.why_missing = f"{exe} exited {out.returncode}: {(out.stderr.strip().splitlines() or [''])[-1]}"
+        it.why_missing = (
+            f"{exe} exited {out.returncode}: {(out.stderr.strip().splitlines() or [''])[-1]}"
+        )
         return it
     md = json.loads(out.stdout.strip().splitlines()[-1])
     major, minor = md["version_info"][:2]
@@ -276,7 +299,9 @@ def custom_interp(path: str) -> Interp:
     if md["implementation"] != "CPython":
         it.why_missing = f"{exe} is {md['implementation']}, not CPython"
     elif (major, minor) < (3, 10):
-        it.why_missing = f"{exe} is Python {md['version']}; deferred-cleanup needs CPython 3.10 or newer"
+        it.why_missing = (
+            f"{exe} is Python {md['version']}; deferred-cleanup needs CPython 3.10 or newer"
+        )
     else:
         it.python = exe
     return it
@@ -290,8 +315,11 @@ def stamp_ok(path: Path, want: str) -> bool:
 def provision(it: Interp) -> None:
     reqs = list(REQUIREMENTS)
     if it.extra_reqs and DOCS_REQUIREMENTS_FILE.exists():
-        reqs += [l.strip() for l in DOCS_REQUIREMENTS_FILE.read_text().splitlines()
-                 if l.strip() and not l.startswith("#")]
+        reqs += [
+            l.strip()
+            for l in DOCS_REQUIREMENTS_FILE.read_text().splitlines()
+            if l.strip() and not l.startswith("#")
+        ]
     want = json.dumps({"python": it.python, "pip": PIP, "reqs": reqs})
     stamp = it.venv_host / ".dc-env-stamp"
     if stamp_ok(stamp, want):
@@ -302,11 +330,15 @@ def provision(it: Interp) -> None:
         shutil.rmtree(it.venv_host)
     run(in_env(it, [it.python, "-m", "venv", it.venv]), log=log)
     # venv's bundled pip can predate config settings (-C); upgrade it first.
-    run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", PIP]),
-        log=BUILD / "logs" / f"{it.key}-pip-self.log")
+    run(
+        in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", PIP]),
+        log=BUILD / "logs" / f"{it.key}-pip-self.log",
+    )
     say(f"{it.name}: pip install {' '.join(reqs)}")
-    run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs]),
-        log=BUILD / "logs" / f"{it.key}-pip.log")
+    run(
+        in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs]),
+        log=BUILD / "logs" / f"{it.key}-pip.log",
+    )
     stamp.write_text(want)
 
 
@@ -314,7 +346,9 @@ def source_hash() -> str:
     h = hashlib.sha256()
     files = [REPO / "CMakeLists.txt", REPO / "pyproject.toml"]
     for sub in ("reference",):
-        files += sorted(p for p in (REPO / sub).rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        files += sorted(
+            p for p in (REPO / sub).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        )
     for f in files:
         h.update(str(f.relative_to(REPO)).encode())
         h.update(f.read_bytes())
@@ -332,11 +366,32 @@ def build(it: Interp, src_hash: str) -> None:
     if stamp_ok(stamp, want):
         return
     log = BUILD / "logs" / f"{it.key}-build.log"
-    say(f"{it.name}: building deferred_cleanup._native (scikit-build-core, build/{it.key}; log: {log.relative_to(REPO)})")
+    say(
+        f"{it.name}: building deferred_cleanup._native (scikit-build-core, build/{it.key}; log: {log.relative_to(REPO)})"
+    )
     t0 = time.monotonic()
-    run(in_env(it, [it.py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-build-isolation",
-                    "--no-deps", "-C", f"build-dir=build/{it.key}", "-C", "cmake.build-type=RelWithDebInfo", str(REPO)]),
-        log=log, cwd=REPO)
+    run(
+        in_env(
+            it,
+            [
+                it.py,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-build-isolation",
+                "--no-deps",
+                "-C",
+                f"build-dir=build/{it.key}",
+                "-C",
+                "cmake.build-type=RelWithDebInfo",
+                str(REPO),
+            ],
+        ),
+        log=log,
+        cwd=REPO,
+    )
     stamp.write_text(want)
     say(f"{it.name}: built in {time.monotonic() - t0:.0f} s")
 
@@ -407,7 +462,9 @@ def run_in(it: Interp, argv: list[str], **kw) -> subprocess.CompletedProcess:
         build(it, source_hash())
         env = dict(kw.pop("env", None) or os.environ)
         env["DC_MATRIX_HELD"] = ",".join(filter(None, [env.get("DC_MATRIX_HELD", ""), it.name]))
-        env["DC_MATRIX"] = "1"  # tests/conftest.py: the docs, tools, hardware and soak tests may run
+        env["DC_MATRIX"] = (
+            "1"  # tests/conftest.py: the docs, tools, hardware and soak tests may run
+        )
         return subprocess.run(in_env(it, argv), env=env, **kw)
 
 
@@ -436,8 +493,15 @@ def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
         if it in ready:
             md = metadata(it)
             have.add(it.minor)
-            rows.append((it.name, md["version"], it.source, "debug" if md["debug"] else "release",
-                         "1" if md["gil_disabled"] else "0"))
+            rows.append(
+                (
+                    it.name,
+                    md["version"],
+                    it.source,
+                    "debug" if md["debug"] else "release",
+                    "1" if md["gil_disabled"] else "0",
+                )
+            )
         else:
             rows.append((it.name, "MISSING", it.source, "-", it.why_missing))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -445,9 +509,15 @@ def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
     # Derived from what each ready interpreter reported (sysconfig Py_GIL_DISABLED).
     ft = [it.name for it in ready if it in envs and metadata(it)["gil_disabled"]]
-    print("free-threaded: " + (", ".join(ft) if ft else
-                               f"not available (none of the {len([i for i in ready if i in envs])} interpreter(s) "
-                               "here has Py_GIL_DISABLED=1)"))
+    print(
+        "free-threaded: "
+        + (
+            ", ".join(ft)
+            if ft
+            else f"not available (none of the {len([i for i in ready if i in envs])} interpreter(s) "
+            "here has Py_GIL_DISABLED=1)"
+        )
+    )
     missing = [m for m in REQUIRED_MINORS if m not in have and any(i.minor == m for i in envs)]
     for m in missing:
         print(f"missing: CPython {m}")
@@ -456,7 +526,9 @@ def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
 
 def check_missing(missing: list[str]) -> None:
     if missing and IN_CI:
-        raise SystemExit(f"[matrix] CI=true and CPython {', '.join(missing)} missing: every version 3.10…3.15 is required")
+        raise SystemExit(
+            f"[matrix] CI=true and CPython {', '.join(missing)} missing: every version 3.10…3.15 is required"
+        )
 
 
 # ---------------------------------------------------------------- jobs
@@ -484,15 +556,27 @@ def cmd_probe(a) -> int:
     for it in ready:
         dest = out / f"{it.name}.json"
         say(f"{it.name}: python -m deferred_cleanup.probe --json {dest.relative_to(REPO)}")
-        env = dict(os.environ, DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source,
-                   PYTHONUNBUFFERED="1")
+        env = dict(
+            os.environ,
+            DC_INTERPRETER_NAME=it.name,
+            DC_INTERPRETER_SOURCE=it.source,
+            PYTHONUNBUFFERED="1",
+        )
         log = out / f"{it.name}.txt"
         with open(log, "w") as f:
-            p = run_in(it, [it.py, "-m", "deferred_cleanup.probe", "--json", str(dest)], env=env, cwd=REPO,
-                       stdout=f, stderr=subprocess.STDOUT)
+            p = run_in(
+                it,
+                [it.py, "-m", "deferred_cleanup.probe", "--json", str(dest)],
+                env=env,
+                cwd=REPO,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+            )
         if p.returncode != 0:
             print(log.read_text(errors="replace")[-3000:])
-            say(f"{it.name}: probe exited {p.returncode}; its column is left out (log: {log.relative_to(REPO)})")
+            say(
+                f"{it.name}: probe exited {p.returncode}; its column is left out (log: {log.relative_to(REPO)})"
+            )
             failed.append(f"{it.name}: probe exited {p.returncode}")
             continue
         results.append(str(dest))
@@ -503,9 +587,16 @@ def cmd_probe(a) -> int:
     # expected table are made by the package itself (deferred_cleanup.report).
     reporter = ready[0]
     missing = [f"{i.name}: {i.why_missing}" for i in envs if i not in ready] + failed
-    argv = [reporter.py, "-m", "deferred_cleanup.report", "--out-dir", str(out),
-            "--outside-ci=notes/interpreters",  # relative to REPO, the reporter's cwd
-            *[f"--missing={m}" for m in missing], *results]
+    argv = [
+        reporter.py,
+        "-m",
+        "deferred_cleanup.report",
+        "--out-dir",
+        str(out),
+        "--outside-ci=notes/interpreters",  # relative to REPO, the reporter's cwd
+        *[f"--missing={m}" for m in missing],
+        *results,
+    ]
     rc = run_in(reporter, argv, cwd=REPO).returncode
     combined = out / "probe.json"
     if combined.exists():  # the version page shows which code the probe measured
@@ -552,10 +643,14 @@ def session_aborted(report: Path, rc: int, ran: int) -> str:
 def cmd_test(a) -> int:
     envs = select(a.only, include_docs=not a.no_once, python=a.python)
     if envs[0].custom and not a.no_once:
-        say(f"one interpreter given: the run-once checks ({', '.join(label for label, _, _ in ONCE_CHECKS)}) "
-            "are left out; they need the full matrix (make test without PYTHON=)")
+        say(
+            f"one interpreter given: the run-once checks ({', '.join(label for label, _, _ in ONCE_CHECKS)}) "
+            "are left out; they need the full matrix (make test without PYTHON=)"
+        )
     ready = prepare(envs)
-    missing = print_matrix([e for e in envs if e is not DOCS_ENV], [r for r in ready if r is not DOCS_ENV])
+    missing = print_matrix(
+        [e for e in envs if e is not DOCS_ENV], [r for r in ready if r is not DOCS_ENV]
+    )
     check_missing(missing)
     outdir = BUILD / "test"
     outdir.mkdir(parents=True, exist_ok=True)
@@ -567,9 +662,19 @@ def cmd_test(a) -> int:
         jobs.append((it.name, it, per_interpreter))
     if not a.no_once:
         for label, env_name, marker in ONCE_CHECKS:
-            env = DOCS_ENV if env_name == DOCS_ENV.name else next((r for r in ready if r.name == env_name), None)
+            env = (
+                DOCS_ENV
+                if env_name == DOCS_ENV.name
+                else next((r for r in ready if r.name == env_name), None)
+            )
             if env is not None and env in ready:
-                jobs.append((label if env is DOCS_ENV and label == "docs" else f"{label} ({env.name})", env, marker))
+                jobs.append(
+                    (
+                        label if env is DOCS_ENV and label == "docs" else f"{label} ({env.name})",
+                        env,
+                        marker,
+                    )
+                )
     rows, tp, tf, ts, aborts = [], 0, 0, 0, []
     for label, it, marker in jobs:
         tag = label.split()[0]
@@ -577,10 +682,26 @@ def cmd_test(a) -> int:
         if xml.exists():
             xml.unlink()
         say(f"{label}: pytest -m '{marker}' {' '.join(a.pytest_args)}")
-        env = dict(os.environ, DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source,
-                   PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1")
-        argv = [it.py, "-m", "pytest", "-p", "no:cacheprovider", "-m", marker, f"--junitxml={xml}",
-                "-o", "junit_family=xunit2", *a.pytest_args]
+        env = dict(
+            os.environ,
+            DC_INTERPRETER_NAME=it.name,
+            DC_INTERPRETER_SOURCE=it.source,
+            PYTHONUNBUFFERED="1",
+            PYTHONDONTWRITEBYTECODE="1",
+        )
+        argv = [
+            it.py,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            marker,
+            f"--junitxml={xml}",
+            "-o",
+            "junit_family=xunit2",
+            *a.pytest_args,
+        ]
         report = outdir / f"{tag}.session.json"
         if report.exists():
             report.unlink()
@@ -595,7 +716,16 @@ def cmd_test(a) -> int:
         elif rc not in (0, 5) and f == 0:
             f = 1  # pytest failed without a test failure (collection error, crash)
         md = metadata(it)
-        rows.append((label, md["version"], it.source + (" (debug)" if md["debug"] else ""), str(p), str(f), str(s)))
+        rows.append(
+            (
+                label,
+                md["version"],
+                it.source + (" (debug)" if md["debug"] else ""),
+                str(p),
+                str(f),
+                str(s),
+            )
+        )
         tp, tf, ts = tp + p, tf + f, ts + s
     for m in missing:
         rows.append((f"CPython {m}", "MISSING", "-", "0", "0", "0"))
@@ -637,11 +767,17 @@ def cmd_run(a) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
-    only_help = "comma-separated matrix names (e.g. cp312-pyenv,cp314-sid), or one interpreter's path"
-    python_help = ("test exactly this interpreter (e.g. a CPython build tree's ./python) in a venv made from it; "
-                   "no pyenv, no Debian root, no root")
+    only_help = (
+        "comma-separated matrix names (e.g. cp312-pyenv,cp314-sid), or one interpreter's path"
+    )
+    python_help = (
+        "test exactly this interpreter (e.g. a CPython build tree's ./python) in a venv made from it; "
+        "no pyenv, no Debian root, no root"
+    )
     for name, fn in (("provision", cmd_provision), ("build", cmd_build), ("probe", cmd_probe)):
         s = sub.add_parser(name)
         s.add_argument("--only", help=only_help)
@@ -650,7 +786,9 @@ def main() -> int:
     s = sub.add_parser("test")
     s.add_argument("--only", help=only_help)
     s.add_argument("--python", metavar="PATH", help=python_help)
-    s.add_argument("--no-once", action="store_true", help="skip the run-once checks (docs, model, litmus)")
+    s.add_argument(
+        "--no-once", action="store_true", help="skip the run-once checks (docs, model, litmus)"
+    )
     s.add_argument("pytest_args", nargs=argparse.REMAINDER)
     s.set_defaults(fn=cmd_test)
     s = sub.add_parser("python")

@@ -49,14 +49,26 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef int (*pending_fn)(void *);
-typedef int (*add_fn)(pending_fn, void *);
+typedef int (*pending_fn)(void*);
+typedef int (*add_fn)(pending_fn, void*);
 
 enum { kMaxCalls = 1 << 16, kMaxEvents = 3 * kMaxCalls, kMaxMarks = 64 };
 
-struct call { pending_fn fn; void *arg; };
-struct event { int64_t t_ns; unsigned long thread; int kind; int rc; int finalizing; };
-struct mark { int64_t t_ns; char text[48]; };
+struct call {
+  pending_fn fn;
+  void* arg;
+};
+struct event {
+  int64_t t_ns;
+  unsigned long thread;
+  int kind;
+  int rc;
+  int finalizing;
+};
+struct mark {
+  int64_t t_ns;
+  char text[48];
+};
 
 static add_fn real_add;
 static int (*real_finalizing)(void);
@@ -85,8 +97,8 @@ static void record(int kind, int rc, int finalizing) {
   events[i] = (struct event){now_ns(), (unsigned long)pthread_self(), kind, rc, finalizing};
 }
 
-static int trampoline(void *p) {
-  struct call *c = p;
+static int trampoline(void* p) {
+  struct call* c = p;
   record(1, 0, -1);
   int rc = c->fn(c->arg);
   record(2, rc, -1);
@@ -94,7 +106,7 @@ static int trampoline(void *p) {
 }
 
 /* The replacement of Py_AddPendingCall in the patched GOT slots. */
-int dcpc_add(pending_fn fn, void *arg) {
+int dcpc_add(pending_fn fn, void* arg) {
   int fin = real_finalizing ? real_finalizing() : -1;
   int i = atomic_fetch_add_explicit(&n_calls, 1, memory_order_relaxed);
   int rc;
@@ -110,7 +122,7 @@ int dcpc_add(pending_fn fn, void *arg) {
 }
 
 /* A marker line in the output (e.g. "last-line"), with the time. */
-void dcpc_mark(const char *text) {
+void dcpc_mark(const char* text) {
   int i = atomic_fetch_add_explicit(&n_marks, 1, memory_order_relaxed);
   if (i >= kMaxMarks) return;
   marks[i].t_ns = now_ns();
@@ -118,9 +130,9 @@ void dcpc_mark(const char *text) {
 }
 
 static void write_out(void) {
-  const char *path = getenv("DCPC_OUT");
+  const char* path = getenv("DCPC_OUT");
   if (path == NULL || !hooked) return;
-  FILE *f = fopen(path, "w");
+  FILE* f = fopen(path, "w");
   if (f == NULL) return;
   int n = atomic_load(&n_events);
   if (n > kMaxEvents) n = kMaxEvents;
@@ -140,55 +152,71 @@ static void write_out(void) {
 
 __attribute__((destructor)) static void at_unload(void) { write_out(); }
 
-struct patch_ctx { const char *const *names; int count; };
+struct patch_ctx {
+  const char* const* names;
+  int count;
+};
 
 static uintptr_t fix(uintptr_t p, uintptr_t base) { return p < base ? p + base : p; }
 
 static void patch_slot(uintptr_t slot) {
   long page = sysconf(_SC_PAGESIZE);
-  void *start = (void *)(slot & ~(uintptr_t)(page - 1));
-  mprotect(start, (size_t)page, PROT_READ | PROT_WRITE);  /* RELRO pages are read-only */
-  *(add_fn *)slot = dcpc_add;
+  void* start = (void*)(slot & ~(uintptr_t)(page - 1));
+  mprotect(start, (size_t)page, PROT_READ | PROT_WRITE); /* RELRO pages are read-only */
+  *(add_fn*)slot = dcpc_add;
 }
 
-static void patch_relocs(const ElfW(Rela) *r, size_t bytes, const ElfW(Sym) *symtab,
-                         const char *strtab, uintptr_t base, int *count) {
+static void patch_relocs(const ElfW(Rela) * r, size_t bytes, const ElfW(Sym) * symtab,
+                         const char* strtab, uintptr_t base, int* count) {
   for (size_t k = 0; k < bytes / sizeof *r; ++k) {
     unsigned type = ELF64_R_TYPE(r[k].r_info);
     if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT) continue;
-    const ElfW(Sym) *s = &symtab[ELF64_R_SYM(r[k].r_info)];
+    const ElfW(Sym)* s = &symtab[ELF64_R_SYM(r[k].r_info)];
     if (strcmp(strtab + s->st_name, "Py_AddPendingCall") != 0) continue;
     patch_slot(base + r[k].r_offset);
     ++*count;
   }
 }
 
-static int visit(struct dl_phdr_info *info, size_t size, void *data) {
+static int visit(struct dl_phdr_info* info, size_t size, void* data) {
   (void)size;
-  struct patch_ctx *ctx = data;
-  const char *name = info->dlpi_name;
-  if (name == NULL || name[0] == '\0') return 0;  /* the executable itself */
+  struct patch_ctx* ctx = data;
+  const char* name = info->dlpi_name;
+  if (name == NULL || name[0] == '\0') return 0; /* the executable itself */
   int wanted = 0;
-  for (const char *const *n = ctx->names; *n != NULL; ++n)
+  for (const char* const* n = ctx->names; *n != NULL; ++n)
     if (strstr(name, *n) != NULL) wanted = 1;
   if (!wanted) return 0;
   uintptr_t base = info->dlpi_addr;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
-    const ElfW(Dyn) *d = (const ElfW(Dyn) *)(base + info->dlpi_phdr[i].p_vaddr);
-    const ElfW(Sym) *symtab = NULL;
-    const char *strtab = NULL;
-    const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+    const ElfW(Dyn)* d = (const ElfW(Dyn)*)(base + info->dlpi_phdr[i].p_vaddr);
+    const ElfW(Sym)* symtab = NULL;
+    const char* strtab = NULL;
+    const ElfW(Rela)* jmprel = NULL, *rela = NULL;
     size_t jmpsz = 0, relasz = 0;
     for (; d->d_tag != DT_NULL; ++d) {
       switch (d->d_tag) {
-        case DT_SYMTAB: symtab = (const ElfW(Sym) *)fix(d->d_un.d_ptr, base); break;
-        case DT_STRTAB: strtab = (const char *)fix(d->d_un.d_ptr, base); break;
-        case DT_JMPREL: jmprel = (const ElfW(Rela) *)fix(d->d_un.d_ptr, base); break;
-        case DT_PLTRELSZ: jmpsz = d->d_un.d_val; break;
-        case DT_RELA: rela = (const ElfW(Rela) *)fix(d->d_un.d_ptr, base); break;
-        case DT_RELASZ: relasz = d->d_un.d_val; break;
-        default: break;
+        case DT_SYMTAB:
+          symtab = (const ElfW(Sym)*)fix(d->d_un.d_ptr, base);
+          break;
+        case DT_STRTAB:
+          strtab = (const char*)fix(d->d_un.d_ptr, base);
+          break;
+        case DT_JMPREL:
+          jmprel = (const ElfW(Rela)*)fix(d->d_un.d_ptr, base);
+          break;
+        case DT_PLTRELSZ:
+          jmpsz = d->d_un.d_val;
+          break;
+        case DT_RELA:
+          rela = (const ElfW(Rela)*)fix(d->d_un.d_ptr, base);
+          break;
+        case DT_RELASZ:
+          relasz = d->d_un.d_val;
+          break;
+        default:
+          break;
       }
     }
     if (symtab == NULL || strtab == NULL) continue;
@@ -201,12 +229,12 @@ static int visit(struct dl_phdr_info *info, size_t size, void *data) {
 /* Patch the Py_AddPendingCall slots of every loaded object whose path
  * contains one of `names` (a NULL-terminated array).  Call from the main
  * thread after the modules are imported.  Returns the slots patched. */
-int dcpc_hook(const char *const *names) {
+int dcpc_hook(const char* const* names) {
   if (real_add == NULL) {
     real_add = (add_fn)dlsym(RTLD_DEFAULT, "Py_AddPendingCall");
-    real_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing");  /* 3.13+ */
+    real_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsFinalizing"); /* 3.13+ */
     if (real_finalizing == NULL)
-      real_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing");  /* 3.10-3.12 */
+      real_finalizing = (int (*)(void))dlsym(RTLD_DEFAULT, "_Py_IsFinalizing"); /* 3.10-3.12 */
     if (real_add == NULL) return -1;
     main_thread = (unsigned long)pthread_self();
     atexit(write_out);

@@ -28,6 +28,7 @@ from the code and the measurements rather than copied from them.
   ``reference/include/deferred_cleanup/NAME.hpp`` is quoted by the page that
   uses it (each component page quotes its own header), then renders nothing.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -62,16 +63,20 @@ def run_doxygen(app: Sphinx) -> None:
     warnings into a Sphinx warning (type ``doxygen``) at the header's line."""
     exe = shutil.which("doxygen")
     if exe is None:
-        raise ExtensionError("doxygen is not installed: `make docs` (tools/docs.sh) installs it with apt-get")
+        raise ExtensionError(
+            "doxygen is not installed: `make docs` (tools/docs.sh) installs it with apt-get"
+        )
     out = Path(app.config.dc_doxygen_output)
     if out.exists():
         shutil.rmtree(out)  # stale XML of a removed declaration must not survive
     out.mkdir(parents=True)
     inputs = " ".join(f'"{Path(p)}"' for p in app.config.dc_doxygen_input)
-    config = (f'@INCLUDE = "{REPO / "docs" / "Doxyfile"}"\n'
-              f"INPUT = {inputs}\n"
-              f'OUTPUT_DIRECTORY = "{out}"\n')
-    proc = subprocess.run([exe, "-"], input=config, cwd=REPO, capture_output=True, text=True, timeout=300)
+    config = (
+        f'@INCLUDE = "{REPO / "docs" / "Doxyfile"}"\nINPUT = {inputs}\nOUTPUT_DIRECTORY = "{out}"\n'
+    )
+    proc = subprocess.run(
+        [exe, "-"], input=config, cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
     # One message per "file:line: warning|error: text"; indented lines that
     # follow belong to it (e.g. the list of undocumented parameters).
@@ -80,7 +85,11 @@ def run_doxygen(app: Sphinx) -> None:
         m = DOXYGEN_WARNING.match(line)
         if m and re.match(r"(warning|error):", m["text"]):
             path = Path(m["file"])
-            where = str(path.relative_to(REPO)) if path.is_absolute() and path.is_relative_to(REPO) else str(path)
+            where = (
+                str(path.relative_to(REPO))
+                if path.is_absolute() and path.is_relative_to(REPO)
+                else str(path)
+            )
             messages.append((f"{where}:{m['line']}", m["text"]))
         elif messages and line.startswith((" ", "\t")):
             where, text = messages[-1]
@@ -149,8 +158,19 @@ class repo_file_ref(nodes.Inline, nodes.TextElement):
 
 
 REPO_PAGES = "_repo"  # the built site's copy of the files that pages name
-SOURCE_LANG = {".hpp": "cpp", ".cpp": "cpp", ".h": "cpp", ".py": "python", ".sh": "bash", ".toml": "toml",
-               ".json": "json", ".md": "markdown", ".rst": "rst", ".cmake": "cmake", ".yml": "yaml"}
+SOURCE_LANG = {
+    ".hpp": "cpp",
+    ".cpp": "cpp",
+    ".h": "cpp",
+    ".py": "python",
+    ".sh": "bash",
+    ".toml": "toml",
+    ".json": "json",
+    ".md": "markdown",
+    ".rst": "rst",
+    ".cmake": "cmake",
+    ".yml": "yaml",
+}
 
 
 def symbol_line(path: Path, symbol: str) -> int | None:
@@ -158,7 +178,10 @@ def symbol_line(path: Path, symbol: str) -> int | None:
     ``class`` of that name, else its first occurrence as a whole word; None
     when it does not occur."""
     lines = path.read_text(errors="replace").splitlines()
-    for pattern in (rf"^\s*(async\s+def|def|class)\s+{re.escape(symbol)}\b", rf"\b{re.escape(symbol)}\b"):
+    for pattern in (
+        rf"^\s*(async\s+def|def|class)\s+{re.escape(symbol)}\b",
+        rf"\b{re.escape(symbol)}\b",
+    ):
         for i, line in enumerate(lines, 1):
             if re.search(pattern, line):
                 return i
@@ -181,12 +204,18 @@ def repo_file_role(name, rawtext, text, lineno, inliner, options=None, content=N
     literal = nodes.literal(rawtext, ref, classes=["repo-file"])
     path = REPO / rel
     if not path.exists():
-        return [literal], [inliner.reporter.warning(f"repo-file: {rel} does not exist in the repository", line=lineno)]
+        return [literal], [
+            inliner.reporter.warning(
+                f"repo-file: {rel} does not exist in the repository", line=lineno
+            )
+        ]
     line = None
     if symbol:
         line = symbol_line(path, symbol) if path.is_file() else None
         if line is None:
-            return [literal], [inliner.reporter.warning(f"repo-file: {rel} has no {symbol!r}", line=lineno)]
+            return [literal], [
+                inliner.reporter.warning(f"repo-file: {rel} has no {symbol!r}", line=lineno)
+            ]
     env = inliner.document.settings.env
     files = getattr(env, "dc_repo_files", None)
     if files is None:
@@ -230,8 +259,14 @@ def resolve_repo_files(app, doctree, fromdocname):
             uri = app.builder.get_relative_uri(fromdocname, repo_page_name(rel))
             if line:
                 uri += f"#L-{line}"
-        ref = nodes.reference("", "", literal, refuri=uri, classes=["repo-file"],
-                              reftitle=f"{rel} line {line}" if line else rel)
+        ref = nodes.reference(
+            "",
+            "",
+            literal,
+            refuri=uri,
+            classes=["repo-file"],
+            reftitle=f"{rel} line {line}" if line else rel,
+        )
         node.replace_self(ref)
 
 
@@ -239,8 +274,9 @@ def _highlight_file(app, path: Path) -> str:
     """The file as highlighted HTML, one ``<span id="L-N">`` per line."""
     code = path.read_text(errors="replace")
     lang = SOURCE_LANG.get(path.suffix, "cmake" if path.name == "CMakeLists.txt" else "none")
-    return app.builder.highlighter.highlight_block(code, lang, linenos="inline", linespans="L",
-                                                    location=str(path))
+    return app.builder.highlighter.highlight_block(
+        code, lang, linenos="inline", linespans="L", location=str(path)
+    )
 
 
 def repo_pages(app):
@@ -270,15 +306,23 @@ def repo_pages(app):
                 crel = str(Path(rel) / child.name)
                 if crel in wanted or crel in dirs:
                     uri = app.builder.get_relative_uri(page, repo_page_name(crel))
-                    rows.append(f'<li><a class="reference internal" href="{uri}"><code class="literal">'
-                                f'{child.name}{"/" if child.is_dir() else ""}</code></a></li>')
+                    rows.append(
+                        f'<li><a class="reference internal" href="{uri}"><code class="literal">'
+                        f"{child.name}{'/' if child.is_dir() else ''}</code></a></li>"
+                    )
                 else:
-                    rows.append(f'<li><code class="literal">{child.name}{"/" if child.is_dir() else ""}</code></li>')
-            body = (f"<h1>{rel}/</h1><p>A directory of the repository; the entries that the documentation "
-                    f"names link to their text.</p><ul>{''.join(rows)}</ul>")
+                    rows.append(
+                        f'<li><code class="literal">{child.name}{"/" if child.is_dir() else ""}</code></li>'
+                    )
+            body = (
+                f"<h1>{rel}/</h1><p>A directory of the repository; the entries that the documentation "
+                f"names link to their text.</p><ul>{''.join(rows)}</ul>"
+            )
         else:
-            body = (f"<h1>{rel}</h1><p>The file as it was when the site was built; line numbers are "
-                    f"anchors (<code>#L-N</code>).</p>{_highlight_file(app, path)}")
+            body = (
+                f"<h1>{rel}</h1><p>The file as it was when the site was built; line numbers are "
+                f"anchors (<code>#L-N</code>).</p>{_highlight_file(app, path)}"
+            )
         yield page, {"title": rel, "body": body, "parents": [], "display_toc": False}, "page.html"
 
 
@@ -305,7 +349,8 @@ class ProbeMatrix(SphinxDirective):
         if not path.exists():
             raise self.error(
                 f"{path.relative_to(REPO)} is missing: the version page is generated from it. "
-                "Run `make probe` first (`make docs`, i.e. tools/docs.sh, runs it for you).")
+                "Run `make probe` first (`make docs`, i.e. tools/docs.sh, runs it for you)."
+            )
         data = json.loads(path.read_text())
         from dc_probe_table import render  # docs/_ext/dc_probe_table.py
 
@@ -317,7 +362,9 @@ class ProbeMatrix(SphinxDirective):
         for p in problems:
             logger.warning("probe-matrix: %s", p, location=self.get_location())
         container = nodes.container(classes=["probe-matrix"])
-        self.state.nested_parse(StringList(rst.splitlines(), source=str(path)), self.content_offset, container)
+        self.state.nested_parse(
+            StringList(rst.splitlines(), source=str(path)), self.content_offset, container
+        )
         return [container]
 
 
@@ -343,9 +390,17 @@ class InterpreterRuns(SphinxDirective):
         sys.path.insert(0, str(REPO / "tools"))
         import provenance  # tools/provenance.py
 
-        rows = [".. list-table:: Measured here, outside CI", "   :header-rows: 1", "",
-                "   * - Run", "     - CPython", "     - configure", "     - source", "     - suite",
-                "     - measured at"]
+        rows = [
+            ".. list-table:: Measured here, outside CI",
+            "   :header-rows: 1",
+            "",
+            "   * - Run",
+            "     - CPython",
+            "     - configure",
+            "     - source",
+            "     - suite",
+            "     - measured at",
+        ]
         for run in runs:
             cp, su, pv = run["cpython"], run["suite"], run.get("provenance", {})
             changed = provenance.changed(pv) if pv else []
@@ -356,8 +411,14 @@ class InterpreterRuns(SphinxDirective):
             if su.get("failures"):
                 suite += ": " + ", ".join(f"``{t}``" for t in su["failures"])
             env = f" ({run['env']})" if run.get("env") else ""
-            rows += [f"   * - ``{run['tag']}``", f"     - {cp['version']}{env}", f"     - ``{cp['configure']}``",
-                     f"     - {cp['source']}", f"     - {suite}", f"     - {at}"]
+            rows += [
+                f"   * - ``{run['tag']}``",
+                f"     - {cp['version']}{env}",
+                f"     - ``{cp['configure']}``",
+                f"     - {cp['source']}",
+                f"     - {suite}",
+                f"     - {at}",
+            ]
         rows.append("")
         for run in runs:
             if run.get("note"):
@@ -366,20 +427,29 @@ class InterpreterRuns(SphinxDirective):
         from dc_probe_table import render  # docs/_ext/dc_probe_table.py
 
         facts, why = _load_facts()
-        rst, problems = render({"interpreters": [r["probe"] for r in runs]}, facts, why,
-                               label_prefix="outside-", require_all=False)
+        rst, problems = render(
+            {"interpreters": [r["probe"] for r in runs]},
+            facts,
+            why,
+            label_prefix="outside-",
+            require_all=False,
+        )
         for p in problems:
             logger.warning("interpreter-runs: %s", p, location=self.get_location())
         container = nodes.container(classes=["probe-matrix"])
-        self.state.nested_parse(StringList(rows + rst.splitlines(), source=rel), self.content_offset, container)
+        self.state.nested_parse(
+            StringList(rows + rst.splitlines(), source=rel), self.content_offset, container
+        )
         return [container]
 
 
 # --------------------------------------------------------------- lost wakeup
 def _machine_line(data: dict, how: str, rel: str) -> str:
-    return (f"{how} on {data['cpu']} ({data['machine']}, {data['cpus_online']} CPUs online, "
-            f"{data['kernel']}), built with {data['compiler']} ``{data.get('flags', '').strip()}``. "
-            f"Rendered from :repo-file:`{rel}`.")
+    return (
+        f"{how} on {data['cpu']} ({data['machine']}, {data['cpus_online']} CPUs online, "
+        f"{data['kernel']}), built with {data['compiler']} ``{data.get('flags', '').strip()}``. "
+        f"Rendered from :repo-file:`{rel}`."
+    )
 
 
 def _how(rel: str, tool: str, committed: str) -> str:
@@ -406,16 +476,32 @@ class LostWakeupTable(SphinxDirective):
         if not path.exists():
             raise self.error(f"{rel} is missing: run `make lost-wakeup` and commit it")
         data = json.loads(path.read_text())
-        rows = ["   * - variant", "     - handoffs", "     - lost wakeups", "     - rate",
-                "     - seconds"]
+        rows = [
+            "   * - variant",
+            "     - handoffs",
+            "     - lost wakeups",
+            "     - rate",
+            "     - seconds",
+        ]
         for v in data["variants"]:
             n, k = v["iterations"], v["lost"]
-            rows += [f"   * - ``{v['variant']}``", f"     - {n:,}", f"     - {k:,}",
-                     f"     - {k / n:.2e}" if n else "     - -", f"     - {v['seconds']:.1f}"]
+            rows += [
+                f"   * - ``{v['variant']}``",
+                f"     - {n:,}",
+                f"     - {k:,}",
+                f"     - {k / n:.2e}" if n else "     - -",
+                f"     - {v['seconds']:.1f}",
+            ]
         pinned = ", ".join(sorted({str(v["pinned"]).lower() for v in data["variants"]}))
-        rst = [".. list-table::", "   :header-rows: 1", "", *rows, "",
-               _machine_line(data, _how(rel, "tests/cpp/lost_wakeup.cpp", committed), rel)
-               + f" Threads pinned: {pinned}."]
+        rst = [
+            ".. list-table::",
+            "   :header-rows: 1",
+            "",
+            *rows,
+            "",
+            _machine_line(data, _how(rel, "tests/cpp/lost_wakeup.cpp", committed), rel)
+            + f" Threads pinned: {pinned}.",
+        ]
         container = nodes.container(classes=["lost-wakeup-table"])
         self.state.nested_parse(StringList(rst, source=str(path)), self.content_offset, container)
         return [container]
@@ -438,17 +524,38 @@ class GateSbTable(SphinxDirective):
         if not path.exists():
             raise self.error(f"{rel} is missing: run `make lost-wakeup` and commit it")
         data = json.loads(path.read_text())
-        head = ["policy", "iterations", "witnesses", "first at", "shutdown first",
-                "producer first", "both saw", "seconds"]
+        head = [
+            "policy",
+            "iterations",
+            "witnesses",
+            "first at",
+            "shutdown first",
+            "producer first",
+            "both saw",
+            "seconds",
+        ]
         rows = ["   * - " + head[0], *[f"     - {h}" for h in head[1:]]]
         for p in data["policies"]:
             first = f"{p['first_witness_at']:,}" if p["witnesses"] else "-"
-            cells = [f"``{p['policy']}``", f"{p['iterations']:,}", f"{p['witnesses']:,}", first,
-                     f"{p['shutdown_first']:,}", f"{p['producer_first']:,}", f"{p['both_saw']:,}",
-                     f"{p['seconds']:.1f}"]
+            cells = [
+                f"``{p['policy']}``",
+                f"{p['iterations']:,}",
+                f"{p['witnesses']:,}",
+                first,
+                f"{p['shutdown_first']:,}",
+                f"{p['producer_first']:,}",
+                f"{p['both_saw']:,}",
+                f"{p['seconds']:.1f}",
+            ]
             rows += ["   * - " + cells[0], *[f"     - {c}" for c in cells[1:]]]
-        rst = [".. list-table::", "   :header-rows: 1", "", *rows, "",
-               _machine_line(data, _how(rel, "tests/cpp/gate_sb.cpp", committed), rel)]
+        rst = [
+            ".. list-table::",
+            "   :header-rows: 1",
+            "",
+            *rows,
+            "",
+            _machine_line(data, _how(rel, "tests/cpp/gate_sb.cpp", committed), rel),
+        ]
         container = nodes.container(classes=["gate-sb-table"])
         self.state.nested_parse(StringList(rst, source=str(path)), self.content_offset, container)
         return [container]
@@ -470,18 +577,33 @@ class ComponentQuotes(SphinxDirective):
         src = Path(self.env.doc2path(self.env.docname))
         quoted = [(src.parent / p).resolve() for p in LITERALINCLUDE.findall(src.read_text())]
         if not header.exists():
-            logger.warning("component %s: header %s does not exist yet", comp, header.relative_to(REPO),
-                           location=self.get_location())
+            logger.warning(
+                "component %s: header %s does not exist yet",
+                comp,
+                header.relative_to(REPO),
+                location=self.get_location(),
+            )
         elif header.resolve() not in quoted:
-            logger.warning("component %s: this page does not quote its own header %s", comp,
-                           header.relative_to(REPO), location=self.get_location())
+            logger.warning(
+                "component %s: this page does not quote its own header %s",
+                comp,
+                header.relative_to(REPO),
+                location=self.get_location(),
+            )
         return []
 
 
 # --------------------------------------------------------------- API per header
-BREATHE_KIND = {"struct": "doxygenstruct", "class": "doxygenclass", "union": "doxygenunion",
-                "function": "doxygenfunction", "typedef": "doxygentypedef", "enum": "doxygenenum",
-                "variable": "doxygenvariable", "define": "doxygendefine"}
+BREATHE_KIND = {
+    "struct": "doxygenstruct",
+    "class": "doxygenclass",
+    "union": "doxygenunion",
+    "function": "doxygenfunction",
+    "typedef": "doxygentypedef",
+    "enum": "doxygenenum",
+    "variable": "doxygenvariable",
+    "define": "doxygendefine",
+}
 
 
 def header_symbols(xml_dir: Path, header: str) -> list[tuple[str, str, str]]:
@@ -510,9 +632,20 @@ def header_symbols(xml_dir: Path, header: str) -> list[tuple[str, str, str]]:
         if kind in ("struct", "class", "union"):
             root = ET.parse(xml_dir / f"{comp.get('refid')}.xml").getroot().find("compounddef")
             loc = root.find("location")
-            if loc is not None and loc.get("file") == want and "::detail" not in root.findtext("compoundname"):
-                found.append((loc.get("file"), int(loc.get("line", 0)), BREATHE_KIND[kind],
-                              root.findtext("compoundname"), ""))
+            if (
+                loc is not None
+                and loc.get("file") == want
+                and "::detail" not in root.findtext("compoundname")
+            ):
+                found.append(
+                    (
+                        loc.get("file"),
+                        int(loc.get("line", 0)),
+                        BREATHE_KIND[kind],
+                        root.findtext("compoundname"),
+                        "",
+                    )
+                )
         elif kind == "namespace":
             root = ET.parse(xml_dir / f"{comp.get('refid')}.xml").getroot().find("compounddef")
             for sec in root.findall("sectiondef"):
@@ -520,8 +653,15 @@ def header_symbols(xml_dir: Path, header: str) -> list[tuple[str, str, str]]:
                     loc = m.find("location")
                     if loc is None or loc.get("file") != want or m.get("kind") not in BREATHE_KIND:
                         continue
-                    found.append((want, int(loc.get("line", 0)), BREATHE_KIND[m.get("kind")],
-                                  m.findtext("qualifiedname"), m.findtext("argsstring") or ""))
+                    found.append(
+                        (
+                            want,
+                            int(loc.get("line", 0)),
+                            BREATHE_KIND[m.get("kind")],
+                            m.findtext("qualifiedname"),
+                            m.findtext("argsstring") or "",
+                        )
+                    )
     found.sort(key=lambda t: t[1])
     names = [f[3] for f in found]
     out = []
@@ -544,13 +684,17 @@ def resolve_header_links(app, env, node, contnode):
     from sphinx.util.nodes import make_refnode
 
     # The section "rearm_state.hpp" of the C++ API page has the id "rearm-state-hpp".
-    return make_refnode(app.builder, node["refdoc"], "api/cpp", nodes.make_id(f"{name}.hpp"), contnode)
+    return make_refnode(
+        app.builder, node["refdoc"], "api/cpp", nodes.make_id(f"{name}.hpp"), contnode
+    )
 
 
 # The labels of the contract paragraph every public declaration carries
 # (developers' guide: thread, blocking, memory ordering, errors, source).
 CONTRACT_LABELS = ("Thread", "Blocking", "Memory ordering", "Errors", "Source")
-CONTRACT_LABEL = re.compile(r"(?:(?<=^)|(?<=[.;)]\s)|(?<=[.;)]\s\s))(" + "|".join(CONTRACT_LABELS) + r"):\s+")
+CONTRACT_LABEL = re.compile(
+    r"(?:(?<=^)|(?<=[.;)]\s)|(?<=[.;)]\s\s))(" + "|".join(CONTRACT_LABELS) + r"):\s+"
+)
 
 
 def labelled_fields(para: nodes.paragraph) -> None:
@@ -582,7 +726,7 @@ def labelled_fields(para: nodes.paragraph) -> None:
             continue
         text, pos = str(child), 0
         for m in CONTRACT_LABEL.finditer(text):
-            before = text[pos:m.start()]
+            before = text[pos : m.start()]
             if before:
                 segments[-1][1].append(nodes.Text(before))
             segments.append((m[1], []))
@@ -597,7 +741,9 @@ def labelled_fields(para: nodes.paragraph) -> None:
     for label, body in segments[1:]:
         if body and isinstance(body[-1], nodes.Text):
             body[-1] = nodes.Text(str(body[-1]).rstrip())
-        field = nodes.field("", nodes.field_name("", label), nodes.field_body("", nodes.paragraph("", "", *body)))
+        field = nodes.field(
+            "", nodes.field_name("", label), nodes.field_body("", nodes.paragraph("", "", *body))
+        )
         fields += field
     out.append(fields)
     para.replace_self(out)
@@ -626,8 +772,9 @@ class DoxygenHeader(SphinxDirective):
                 lines.append("   :members:")
             lines.append("")
         container = nodes.container(classes=["doxygen-header"])
-        self.state.nested_parse(StringList(lines, source=f"<doxygen-header {header}>"), self.content_offset,
-                                container)
+        self.state.nested_parse(
+            StringList(lines, source=f"<doxygen-header {header}>"), self.content_offset, container
+        )
         for para in list(container.findall(nodes.paragraph)):
             if para.parent is not None and not isinstance(para.parent, nodes.field_body):
                 labelled_fields(para)
@@ -653,7 +800,9 @@ def link_essay_mentions(root: nodes.Node, header: str, env) -> None:
     target = essay_doc(header, env)
     for text in list(root.findall(nodes.Text)):
         parent = text.parent
-        if parent is None or isinstance(parent, (nodes.literal, nodes.reference, addnodes.pending_xref)):
+        if parent is None or isinstance(
+            parent, (nodes.literal, nodes.reference, addnodes.pending_xref)
+        ):
             continue
         parts = ESSAY_MENTION.split(text.astext())
         if len(parts) == 1:
@@ -664,8 +813,14 @@ def link_essay_mentions(root: nodes.Node, header: str, env) -> None:
                 if part:
                     new.append(nodes.Text(part))
                 continue
-            ref = addnodes.pending_xref("", refdomain="std", reftype="doc", reftarget="/" + target,
-                                        refexplicit=True, refwarn=True)
+            ref = addnodes.pending_xref(
+                "",
+                refdomain="std",
+                reftype="doc",
+                reftarget="/" + target,
+                refexplicit=True,
+                refwarn=True,
+            )
             ref += nodes.inline("", f"the essay of {header}")
             new.append(ref)
         idx = parent.index(text)
@@ -713,11 +868,16 @@ def include_graph_dot(xml_dir: Path) -> str:
         for inc in root.findall("includes"):
             if inc.get("refid"):
                 edges.append((name, Path(inc.text).name))
-    out = ["digraph includes {", "rankdir=BT; bgcolor=white; pad=0.15; nodesep=0.3; ranksep=0.4;",
-           'node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontsize=12];',
-           'edge [color="#5b6b7b", arrowsize=0.7];']
+    out = [
+        "digraph includes {",
+        "rankdir=BT; bgcolor=white; pad=0.15; nodesep=0.3; ranksep=0.4;",
+        'node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontsize=12];',
+        'edge [color="#5b6b7b", arrowsize=0.7];',
+    ]
     # The section ids of the C++ API page ("rearm_state.hpp" -> "rearm-state-hpp").
-    out += [f'"{n}" [href="../api/cpp.html#{nodes.make_id(n)}", target="_top"];' for n in sorted(names)]
+    out += [
+        f'"{n}" [href="../api/cpp.html#{nodes.make_id(n)}", target="_top"];' for n in sorted(names)
+    ]
     out += [f'"{a}" -> "{b}";' for a, b in sorted(set(edges))]
     out.append("}")
     return "\n".join(out)
@@ -793,10 +953,12 @@ def sequence_to_dot(lines: list[str]) -> str:
     msg_pt, lane_pt = 14, 13
     char_in = msg_pt * 0.55 / 72  # average glyph width of DejaVu Sans, in inches
     bottom = -(len(msgs) + 1) * step - 0.25
-    out = ["digraph sequence {",
-           "layout=neato; inputscale=1; splines=line; outputorder=edgesfirst; bgcolor=white; pad=0.1;",
-           f'node [shape=point, width=0.02, height=0.02, label="", fontsize={lane_pt}];',
-           "edge [arrowsize=0.7];"]
+    out = [
+        "digraph sequence {",
+        "layout=neato; inputscale=1; splines=line; outputorder=edgesfirst; bgcolor=white; pad=0.1;",
+        f'node [shape=point, width=0.02, height=0.02, label="", fontsize={lane_pt}];',
+        "edge [arrowsize=0.7];",
+    ]
     box = 'shape=box, style="rounded,filled", fillcolor="#eef3fb", width=1.6, margin="0.05,0.03"'
     for k, label in lanes:
         x = col[k] * width
@@ -809,16 +971,24 @@ def sequence_to_dot(lines: list[str]) -> str:
         t = _dot_str(text)
         if a == b:
             x = col[a] * width
-            out.append(f'm{i}a [pos="{x},{y + 0.08}!"]; m{i}b [pos="{x + 0.3},{y + 0.08}!"]; '
-                       f'm{i}c [pos="{x + 0.3},{y - 0.08}!"]; m{i}d [pos="{x},{y - 0.08}!"];')
-            out.append(f"m{i}a -> m{i}b [arrowhead=none]; m{i}b -> m{i}c [arrowhead=none]; m{i}c -> m{i}d;")
-            out.append(f'm{i}t [pos="{x + 0.4 + char_in * len(text) / 2:.3f},{y}!", shape=plaintext, width=0, '
-                       f'height=0, margin=0, fontsize={msg_pt}, label="{t}"];')
+            out.append(
+                f'm{i}a [pos="{x},{y + 0.08}!"]; m{i}b [pos="{x + 0.3},{y + 0.08}!"]; '
+                f'm{i}c [pos="{x + 0.3},{y - 0.08}!"]; m{i}d [pos="{x},{y - 0.08}!"];'
+            )
+            out.append(
+                f"m{i}a -> m{i}b [arrowhead=none]; m{i}b -> m{i}c [arrowhead=none]; m{i}c -> m{i}d;"
+            )
+            out.append(
+                f'm{i}t [pos="{x + 0.4 + char_in * len(text) / 2:.3f},{y}!", shape=plaintext, width=0, '
+                f'height=0, margin=0, fontsize={msg_pt}, label="{t}"];'
+            )
         else:
             xa, xb = col[a] * width, col[b] * width
             out.append(f'm{i}a [pos="{xa},{y}!"]; m{i}b [pos="{xb},{y}!"]; m{i}a -> m{i}b;')
-            out.append(f'm{i}t [pos="{(xa + xb) / 2},{y + 0.16}!", shape=plaintext, width=0, height=0, '
-                       f'margin=0, fontsize={msg_pt}, label="{t}"];')
+            out.append(
+                f'm{i}t [pos="{(xa + xb) / 2},{y + 0.16}!", shape=plaintext, width=0, height=0, '
+                f'margin=0, fontsize={msg_pt}, label="{t}"];'
+            )
     out.append("}")
     return "\n".join(out)
 
@@ -858,18 +1028,36 @@ CITATION = re.compile(
     r"|(?P<cuda_issue>cuda-python issue #(?P<n2>\d+))"
     r"|(?P<gh>\b[Gg][Hh]-(?P<n3>\d+))"
     r"|(?P<bpo>\bbpo-(?P<n4>\d+))"
-    r"|(?P<cpython_pr>\bPR #(?P<n5>\d+))")
-CITATION_ROLE = {"cuda_pr": ("cuda-pr", "n1"), "cuda_issue": ("cuda-issue", "n2"), "gh": ("gh", "n3"),
-                 "bpo": ("bpo", "n4"), "cpython_pr": ("cpython-pr", "n5")}
-NO_AUTOLINK = (nodes.reference, nodes.literal_block, nodes.raw, nodes.comment, nodes.target,
-               nodes.FixedTextElement, addnodes.desc_signature, addnodes.pending_xref, addnodes.toctree)
+    r"|(?P<cpython_pr>\bPR #(?P<n5>\d+))"
+)
+CITATION_ROLE = {
+    "cuda_pr": ("cuda-pr", "n1"),
+    "cuda_issue": ("cuda-issue", "n2"),
+    "gh": ("gh", "n3"),
+    "bpo": ("bpo", "n4"),
+    "cpython_pr": ("cpython-pr", "n5"),
+}
+NO_AUTOLINK = (
+    nodes.reference,
+    nodes.literal_block,
+    nodes.raw,
+    nodes.comment,
+    nodes.target,
+    nodes.FixedTextElement,
+    addnodes.desc_signature,
+    addnodes.pending_xref,
+    addnodes.toctree,
+)
 
 
 def citation_url(config, match: re.Match) -> str | None:
     """The URL of one citation match, from conf.py's ``extlinks``; None when
     the project defines no such role (then the mention stays text)."""
-    kind = match.lastgroup if match.lastgroup in CITATION_ROLE else next(
-        k for k in CITATION_ROLE if match.group(k))
+    kind = (
+        match.lastgroup
+        if match.lastgroup in CITATION_ROLE
+        else next(k for k in CITATION_ROLE if match.group(k))
+    )
     role, num = CITATION_ROLE[kind]
     pattern = (getattr(config, "extlinks", None) or {}).get(role)
     return pattern[0] % match.group(num) if pattern else None
@@ -896,10 +1084,21 @@ def link_citations(app, doctree, fromdocname) -> None:
         if isinstance(parent, nodes.literal):
             # Inline code that is exactly one citation: link the whole literal.
             m = CITATION.fullmatch(parent.astext().strip())
-            if m and citation_url(app.config, m) and parent.parent is not None \
-                    and not isinstance(parent.parent, NO_AUTOLINK):
-                parent.replace_self(nodes.reference("", "", parent.deepcopy(), refuri=citation_url(app.config, m),
-                                                    classes=["dc-citation"]))
+            if (
+                m
+                and citation_url(app.config, m)
+                and parent.parent is not None
+                and not isinstance(parent.parent, NO_AUTOLINK)
+            ):
+                parent.replace_self(
+                    nodes.reference(
+                        "",
+                        "",
+                        parent.deepcopy(),
+                        refuri=citation_url(app.config, m),
+                        classes=["dc-citation"],
+                    )
+                )
             continue
         out: list[nodes.Node] = []
         pos, src = 0, str(text)
@@ -908,7 +1107,7 @@ def link_citations(app, doctree, fromdocname) -> None:
             if url is None:
                 continue
             if m.start() > pos:
-                out.append(nodes.Text(src[pos:m.start()]))
+                out.append(nodes.Text(src[pos : m.start()]))
             out.append(nodes.reference(m.group(0), m.group(0), refuri=url, classes=["dc-citation"]))
             pos = m.end()
         if pos < len(src):
@@ -930,18 +1129,31 @@ def _link_text_segments(html_text: str, config) -> str:
         elif inside_a or not CITATION.search(tok):
             out.append(tok)
         else:
-            out.append(CITATION.sub(lambda m: f'<a class="reference external dc-citation" '
-                                              f'href="{citation_url(config, m)}">{m.group(0)}</a>'
-                                    if citation_url(config, m) else m.group(0), tok))
+            out.append(
+                CITATION.sub(
+                    lambda m: (
+                        f'<a class="reference external dc-citation" '
+                        f'href="{citation_url(config, m)}">{m.group(0)}</a>'
+                        if citation_url(config, m)
+                        else m.group(0)
+                    ),
+                    tok,
+                )
+            )
     return "".join(out)
 
 
 def _wbr_in_contract_tables(body: str) -> str:
     """In the contract table, let identifiers break after ``_`` or ``::``
     (``<wbr>``), never inside a word."""
+
     def table(m: re.Match) -> str:
-        return re.sub(r'(<span class="pre">)([^<]*)(</span>)',
-                      lambda s: s[1] + re.sub(r"(::|_)(?=\w)", r"\1<wbr>", s[2]) + s[3], m[0])
+        return re.sub(
+            r'(<span class="pre">)([^<]*)(</span>)',
+            lambda s: s[1] + re.sub(r"(::|_)(?=\w)", r"\1<wbr>", s[2]) + s[3],
+            m[0],
+        )
+
     return re.sub(r'<table class="[^"]*\bcontract\b.*?</table>', table, body, flags=re.S)
 
 
@@ -952,8 +1164,12 @@ def rewrite_html(app, pagename, templatename, context, doctree) -> None:
     body = context.get("body")
     if not body:
         return
-    body = re.sub(r"(<pre[^>]*>)(.*?)(</pre>)",
-                  lambda m: m[1] + _link_text_segments(m[2], app.config) + m[3], body, flags=re.S)
+    body = re.sub(
+        r"(<pre[^>]*>)(.*?)(</pre>)",
+        lambda m: m[1] + _link_text_segments(m[2], app.config) + m[3],
+        body,
+        flags=re.S,
+    )
     context["body"] = _wbr_in_contract_tables(body)
 
 
@@ -981,10 +1197,18 @@ def contract_row_ids(app, doctree) -> None:
                 title = first.astext().strip().replace("\n", " ")
                 std.anonlabels[rid] = (docname, rid)
                 std.labels[rid] = (docname, rid, title)
-                link = nodes.reference("", "\u00b6", refid=rid, classes=["headerlink", "dc-row-link"],
-                                       reftitle="Link to this row")
-                para = first.children[-1] if first.children and isinstance(first.children[-1],
-                                                                             nodes.paragraph) else None
+                link = nodes.reference(
+                    "",
+                    "\u00b6",
+                    refid=rid,
+                    classes=["headerlink", "dc-row-link"],
+                    reftitle="Link to this row",
+                )
+                para = (
+                    first.children[-1]
+                    if first.children and isinstance(first.children[-1], nodes.paragraph)
+                    else None
+                )
                 if para is not None:
                     para += nodes.Text(" ")
                     para += link
@@ -1005,8 +1229,12 @@ def _public_signature(obj, name: str) -> re.Match | None:
         return None
     lines = [l.strip() for l in doc.splitlines() if l.strip()]
     short = name.rsplit(".", 1)[-1]
-    if len(lines) < 2 or not lines[0].startswith(short + "(") or "_native." not in lines[0] + lines[1] and \
-            not lines[1].startswith(short + "("):
+    if (
+        len(lines) < 2
+        or not lines[0].startswith(short + "(")
+        or "_native." not in lines[0] + lines[1]
+        and not lines[1].startswith(short + "(")
+    ):
         return None
     return re.fullmatch(rf"{re.escape(short)}\((?P<args>.*)\)(?:\s*->\s*(?P<ret>.+))?", lines[1])
 
@@ -1051,8 +1279,12 @@ def raises_nothing(app, what, name, obj, options, lines: list[str]) -> None:
             indent = len(lines[i + 1]) - len(lines[i + 1].lstrip())
             j = i + 1
             body = []
-            while j < len(lines) and (not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) >= indent):
-                if not lines[j].strip() and (j + 1 >= len(lines) or not lines[j + 1].startswith(" " * indent)):
+            while j < len(lines) and (
+                not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) >= indent
+            ):
+                if not lines[j].strip() and (
+                    j + 1 >= len(lines) or not lines[j + 1].startswith(" " * indent)
+                ):
                     break
                 body.append(lines[j].strip())
                 j += 1
@@ -1074,8 +1306,17 @@ class CPythonChanged(SphinxDirective):
     def run(self):
         from sphinx.domains.changeset import VersionChange
 
-        inner = VersionChange("versionchanged", self.arguments, self.options, self.content, self.lineno,
-                              self.content_offset, self.block_text, self.state, self.state_machine)
+        inner = VersionChange(
+            "versionchanged",
+            self.arguments,
+            self.options,
+            self.content,
+            self.lineno,
+            self.content_offset,
+            self.block_text,
+            self.state,
+            self.state_machine,
+        )
         out = inner.run()
         for node in out:
             for label in node.findall(nodes.inline):
@@ -1089,7 +1330,9 @@ class CPythonChanged(SphinxDirective):
 def setup(app: Sphinx):
     app.setup_extension("sphinx.ext.autodoc")  # for autodoc-process-docstring below
     app.setup_extension("sphinx.ext.graphviz")  # the sequence directive makes graphviz nodes
-    app.add_config_value("dc_doxygen_input", [str(HEADERS), str(REPO / "docs" / "namespace.dox")], "env")
+    app.add_config_value(
+        "dc_doxygen_input", [str(HEADERS), str(REPO / "docs" / "namespace.dox")], "env"
+    )
     app.add_config_value("dc_doxygen_output", str(REPO / "build" / "docs" / "doxygen"), "env")
     app.connect("builder-inited", run_doxygen)
     app.add_role("repo-file", repo_file_role)
@@ -1109,7 +1352,9 @@ def setup(app: Sphinx):
     app.add_directive("doxygen-header", DoxygenHeader)
     app.add_directive("include-graph", IncludeGraph)
     app.add_directive("cpython-changed", CPythonChanged)
-    app.setup_extension("dc_gpu_compare")  # the gpu-compare-table directive (docs/_ext/dc_gpu_compare.py)
+    app.setup_extension(
+        "dc_gpu_compare"
+    )  # the gpu-compare-table directive (docs/_ext/dc_gpu_compare.py)
     app.connect("missing-reference", resolve_header_links)
     app.connect("doctree-resolved", link_citations)
     app.connect("html-page-context", rewrite_html)

@@ -9,6 +9,7 @@ rows' citations become footnotes, one per row of the expected table (a field
 whose value changed between versions has one footnote per version range).
 Kept free of Sphinx so that it can be tested on its own.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,10 @@ def interpreters(data: Any) -> tuple[list[dict], list[str], str]:
     free_threaded = ""
     if isinstance(data, dict):
         free_threaded = str(data.get("free_threaded") or "")
-        missing = [f"{m.get('name', '?')}: {m.get('why', '?')}" if isinstance(m, dict) else str(m)
-                   for m in data.get("missing", [])]
+        missing = [
+            f"{m.get('name', '?')}: {m.get('why', '?')}" if isinstance(m, dict) else str(m)
+            for m in data.get("missing", [])
+        ]
         for key in ("results", "interpreters", "columns"):
             if isinstance(data.get(key), list):
                 data = data[key]
@@ -49,7 +52,9 @@ def interpreters(data: Any) -> tuple[list[dict], list[str], str]:
         else:
             data = [v for v in data.values() if isinstance(v, dict) and "fields" in v]
     if not isinstance(data, list) or not all(isinstance(r, dict) and "fields" in r for r in data):
-        raise ValueError("no per-interpreter results (objects with 'interpreter' and 'fields') found")
+        raise ValueError(
+            "no per-interpreter results (objects with 'interpreter' and 'fields') found"
+        )
     return data, missing, free_threaded
 
 
@@ -77,10 +82,14 @@ def free_threaded_line(results: list[dict], said: str = "") -> str:
     ft = [str(i.get("name", "?")) for i in known if i.get("gil_disabled")]
     if ft:
         names = ", ".join(f"``{n}``" for n in ft)
-        return (f"Free-threaded build (``Py_GIL_DISABLED``): measured on {names} ({len(ft)} of the "
-                f"{len(known)} interpreters).")
-    return (f"Free-threaded build (``Py_GIL_DISABLED``): none of the {len(known)} interpreters measured is "
-            "one, so no column here says anything about free-threaded CPython.")
+        return (
+            f"Free-threaded build (``Py_GIL_DISABLED``): measured on {names} ({len(ft)} of the "
+            f"{len(known)} interpreters)."
+        )
+    return (
+        f"Free-threaded build (``Py_GIL_DISABLED``): none of the {len(known)} interpreters measured is "
+        "one, so no column here says anything about free-threaded CPython."
+    )
 
 
 def _version(result: dict) -> tuple[int, int]:
@@ -107,8 +116,9 @@ def _label(field: str, i: int, prefix: str = "") -> str:
     return prefix + "fact-" + re.sub(r"[^a-z0-9]+", "-", field.lower()) + f"-{i}"
 
 
-def render(data: Any, facts: Any, facts_why: str = "", label_prefix: str = "",
-           require_all: bool = True) -> tuple[str, list[str]]:
+def render(
+    data: Any, facts: Any, facts_why: str = "", label_prefix: str = "", require_all: bool = True
+) -> tuple[str, list[str]]:
     """Make the version table.
 
     Args:
@@ -132,17 +142,27 @@ def render(data: Any, facts: Any, facts_why: str = "", label_prefix: str = "",
     """
     results, missing, free_threaded = interpreters(data)
     problems: list[str] = []
-    results = sorted(results, key=lambda r: (_version(r), bool(r["interpreter"].get("debug")),
-                                             str(r["interpreter"].get("name"))))
+    results = sorted(
+        results,
+        key=lambda r: (
+            _version(r),
+            bool(r["interpreter"].get("debug")),
+            str(r["interpreter"].get("name")),
+        ),
+    )
     have = {f"{a}.{b}" for a, b in map(_version, results)}
     for minor in REQUIRED_MINORS if require_all else []:
         if minor not in have:
             problems.append(f"no probe result for CPython {minor}")
     if facts is None:
-        problems.append(f"deferred_cleanup.cpython_facts cannot be imported ({facts_why}): no expected values")
+        problems.append(
+            f"deferred_cleanup.cpython_facts cannot be imported ({facts_why}): no expected values"
+        )
         fields = list(dict.fromkeys(k for r in results for k in r["fields"]))
     else:
-        fields = list(facts.FIELDS) + [k for r in results for k in r["fields"] if k not in facts.FIELDS]
+        fields = list(facts.FIELDS) + [
+            k for r in results for k in r["fields"] if k not in facts.FIELDS
+        ]
         fields = list(dict.fromkeys(fields))
 
     head = ["Field"]
@@ -150,8 +170,13 @@ def render(data: Any, facts: Any, facts_why: str = "", label_prefix: str = "",
         it = r["interpreter"]
         flag = " (debug)" if it.get("debug") else ""
         head.append(f"{it.get('version', '?')}{flag} ``{it.get('name', '?')}``")
-    lines = [".. list-table:: Measured by the probe, checked against the expected table",
-             "   :header-rows: 1", "   :stub-columns: 1", "   :class: probe-matrix", ""]
+    lines = [
+        ".. list-table:: Measured by the probe, checked against the expected table",
+        "   :header-rows: 1",
+        "   :stub-columns: 1",
+        "   :class: probe-matrix",
+        "",
+    ]
     lines.append("   * - " + _cell(head[0]))
     lines += [f"     - {_cell(h)}" for h in head[1:]]
     footnotes: list[str] = []
@@ -162,8 +187,13 @@ def render(data: Any, facts: Any, facts_why: str = "", label_prefix: str = "",
         for i, row in enumerate(fact_rows):
             label = _label(field, i, label_prefix)
             refs += f" [#{label}]_"
-            span = f"{row.lo[0]}.{row.lo[1]}" + ("" if row.lo == row.hi else f" to {row.hi[0]}.{row.hi[1]}")
-            footnotes += [f".. [#{label}] ``{field}`` = {_lit(row.value)} on CPython {span}. {row.cite}", ""]
+            span = f"{row.lo[0]}.{row.lo[1]}" + (
+                "" if row.lo == row.hi else f" to {row.hi[0]}.{row.hi[1]}"
+            )
+            footnotes += [
+                f".. [#{label}] ``{field}`` = {_lit(row.value)} on CPython {span}. {row.cite}",
+                "",
+            ]
         lines.append(f"   * - ``{field}``{refs}")
         for r in results:
             if field not in r["fields"]:
@@ -174,10 +204,14 @@ def render(data: Any, facts: Any, facts_why: str = "", label_prefix: str = "",
             if facts is not None and fact_rows:
                 newest = max(f.hi for f in facts.TABLE)
                 try:
-                    if _version(r) > newest:  # newer than the table: compared with the newest row, as news
+                    if (
+                        _version(r) > newest
+                    ):  # newer than the table: compared with the newest row, as news
                         want = facts.expected(field, newest)
                         if (type(want), want) != (type(got), got):
-                            text = f"**{_lit(got)}** (news: {_lit(want)} on {newest[0]}.{newest[1]})"
+                            text = (
+                                f"**{_lit(got)}** (news: {_lit(want)} on {newest[0]}.{newest[1]})"
+                            )
                         lines.append(f"     - {_cell(text)}")
                         continue
                     want = facts.expected(field, _version(r))
@@ -190,24 +224,40 @@ def render(data: Any, facts: Any, facts_why: str = "", label_prefix: str = "",
                         text = f"**{_lit(got)}** (expected {_lit(want)})"
             lines.append(f"     - {_cell(text)}")
     lines.append("")
-    summary = (f"{len(results)} interpreter(s), {len(fields)} field(s); "
-               + ("every measurement matches the expected table." if mismatches == 0 else
-                  f"{mismatches} measurement(s) differ from the expected table (in bold)."))
+    summary = f"{len(results)} interpreter(s), {len(fields)} field(s); " + (
+        "every measurement matches the expected table."
+        if mismatches == 0
+        else f"{mismatches} measurement(s) differ from the expected table (in bold)."
+    )
     out = [summary, ""]
     if missing:
-        out += ["Interpreters the probe could not run:", ""] + [f"* {_cell(m)}" for m in missing] + [""]
+        out += (
+            ["Interpreters the probe could not run:", ""]
+            + [f"* {_cell(m)}" for m in missing]
+            + [""]
+        )
     ft_line = free_threaded_line(results, free_threaded)
     if ft_line:
         out += [ft_line, ""]
     out += lines
     burst = [r for r in results if isinstance(r.get("reference_burst"), dict)]
     if burst:
-        out += ["The reference on one burst of destructor callbacks (``deferred_cleanup.reference_burst``):", "",
-                ".. list-table::", "   :header-rows: 1", "", "   * - Interpreter", "     - Result"]
+        out += [
+            "The reference on one burst of destructor callbacks (``deferred_cleanup.reference_burst``):",
+            "",
+            ".. list-table::",
+            "   :header-rows: 1",
+            "",
+            "   * - Interpreter",
+            "     - Result",
+        ]
         for r in burst:
             b = r["reference_burst"]
-            desc = (", ".join(f"{k} {_lit(v)}" for k, v in b.items() if k != "available")
-                    if b.get("available", True) else f"not measured: {b.get('why', '?')}")
+            desc = (
+                ", ".join(f"{k} {_lit(v)}" for k, v in b.items() if k != "available")
+                if b.get("available", True)
+                else f"not measured: {b.get('why', '?')}"
+            )
             out += [f"   * - ``{r['interpreter'].get('name', '?')}``", f"     - {_cell(desc)}"]
         out.append("")
     out += [".. rubric:: Sources of the expected values", ""] + footnotes

@@ -25,15 +25,19 @@ namespace {
 
 void graph_attach(PyGraph& g, py::object obj, py::object finalizer) {
   entry();
-  if (g.destroyed) throw GraphDestroyedError("attach() on a destroyed graph: the object was not retained");
+  if (g.destroyed)
+    throw GraphDestroyedError("attach() on a destroyed graph: the object was not retained");
   if (shut_down())
-    throw ShutdownError("deferred_cleanup has shut down (interpreter exit): attach() refused, the object was not retained");
+    throw ShutdownError(
+        "deferred_cleanup has shut down (interpreter exit): attach() refused, the object was not "
+        "retained");
   if (!finalizer.is_none() && !PyCallable_Check(finalizer.ptr()))
     throw py::type_error("finalizer must be callable or None");
   {
     std::lock_guard<std::mutex> lk(g_graphs_mu);  // counters() reads the vector of every graph
     if (g.payloads.size() == g.payloads.capacity()) {
-      g.payloads.reserve(std::max<std::size_t>(16, 2 * g.payloads.capacity()));  // may throw: nothing created yet
+      g.payloads.reserve(
+          std::max<std::size_t>(16, 2 * g.payloads.capacity()));  // may throw: nothing created yet
     }
   }
   PyPayload* p = new_payload(obj, finalizer);
@@ -60,7 +64,8 @@ void graph_attach(PyGraph& g, py::object obj, py::object finalizer) {
       throw DriverError(r.message + "; the object was released directly");
     case AttachStatus::released:
       g_counters.user_objects.fetch_add(1, std::memory_order_relaxed);  // statistics only
-      throw DriverError(r.message + "; the object is released through the user object's destructor");
+      throw DriverError(r.message +
+                        "; the object is released through the user object's destructor");
   }
 }
 
@@ -72,7 +77,8 @@ void graph_instantiate(PyGraph& g) {
 
 void graph_destroy(PyGraph& g) {
   entry();
-  if (g.destroyed) throw GraphDestroyedError("destroy() called twice: the graph is already destroyed");
+  if (g.destroyed)
+    throw GraphDestroyedError("destroy() called twice: the graph is already destroyed");
   g.destroy_once();
   release_after_exit();  // after the exit sequence: wait for its destructors, drain
   if (host_is_main_thread()) raise_deferred_interrupt();
@@ -198,22 +204,27 @@ void register_api(py::module_& m) {
         return counters();
       },
       "stats() -> dict\n\nAn entry point, then the counters; see deferred_cleanup.stats.");
-  m.def("counters", &counters, "counters() -> dict\n\nThe counters as a relaxed snapshot; not an entry point.");
+  m.def("counters", &counters,
+        "counters() -> dict\n\nThe counters as a relaxed snapshot; not an entry point.");
   m.def("drain_now", &drain_now,
-        "drain_now() -> int\n\nRun every queued cleanup on the main thread; see deferred_cleanup.drain_now.");
+        "drain_now() -> int\n\nRun every queued cleanup on the main thread; see "
+        "deferred_cleanup.drain_now.");
   m.def(
       "poll",
       [] {
         note_finalizing();
         const EntryAction a = with_queue([](auto& q) { return drain_at_entry(q); });
         if (host_is_main_thread()) raise_deferred_interrupt();
-        return a == EntryAction::drained ? "drained" : a == EntryAction::rescheduled ? "rescheduled" : "nothing";
+        return a == EntryAction::drained       ? "drained"
+               : a == EntryAction::rescheduled ? "rescheduled"
+                                               : "nothing";
       },
       "poll() -> str\n\nThe entry-point step alone; see deferred_cleanup.poll.");
 
   // Registered before the drivers so that the signature pybind11 generates
   // for Driver.create_graph names deferred_cleanup._native.Graph.
-  py::class_<PyGraph> graph_class(m, "Graph", py::custom_type_setup([](PyHeapTypeObject* heap_type) {
+  py::class_<PyGraph> graph_class(m, "Graph",
+                                  py::custom_type_setup([](PyHeapTypeObject* heap_type) {
                                     auto* type = &heap_type->ht_type;
                                     type->tp_flags |= Py_TPFLAGS_HAVE_GC;
                                     type->tp_traverse = &graph_traverse;
@@ -222,16 +233,21 @@ void register_api(py::module_& m) {
                                   }),
                                   "A graph of a driver; created by Driver.create_graph().");
 
-  py::class_<Driver, std::shared_ptr<Driver>>(m, "Driver", "Base class of the drivers (the C++ seam driver.hpp).")
+  py::class_<Driver, std::shared_ptr<Driver>>(
+      m, "Driver", "Base class of the drivers (the C++ seam driver.hpp).")
       .def_property_readonly(
-          "name", [](const Driver& d) { return std::string(d.name()); }, "str: 'simulated' or 'cuda'.")
-      .def("create_graph", &create_graph,
-           "create_graph() -> Graph\n\nAn entry point; creates an empty graph. Raises DriverError.");
+          "name", [](const Driver& d) { return std::string(d.name()); },
+          "str: 'simulated' or 'cuda'.")
+      .def(
+          "create_graph", &create_graph,
+          "create_graph() -> Graph\n\nAn entry point; creates an empty graph. Raises DriverError.");
 
   py::class_<SimulatedDriver, Driver, std::shared_ptr<SimulatedDriver>>(
       m, "SimulatedDriver",
-      "SimulatedDriver()\n\nReference-counted user objects whose destructors run on a dedicated native "
-      "thread with no Python thread state, plus test controls (hold, burst release, failure injection). "
+      "SimulatedDriver()\n\nReference-counted user objects whose destructors run on a dedicated "
+      "native "
+      "thread with no Python thread state, plus test controls (hold, burst release, failure "
+      "injection). "
       "Raises DriverError when its thread cannot be started.")
       .def(py::init([] {
         entry();
@@ -239,7 +255,8 @@ void register_api(py::module_& m) {
         try {
           d = std::make_shared<SimulatedDriver>();
         } catch (const std::system_error& e) {
-          throw DriverError(std::string("simulated driver: cannot start its destructor thread: ") + e.what());
+          throw DriverError(std::string("simulated driver: cannot start its destructor thread: ") +
+                            e.what());
         }
         track_simulated_driver(d);
         return d;
@@ -248,9 +265,10 @@ void register_api(py::module_& m) {
           "set_hold",
           [](SimulatedDriver& d, py::object hold) { d.set_hold(bool_arg(hold, "set_hold(hold)")); },
           py::arg("hold"),
-           "set_hold(hold: bool) -> None\n\nHold destructor calls back (True) or deliver them (False); "
-           "turning holding off does not release what is held. Raises TypeError unless hold is "
-           "a bool.")
+          "set_hold(hold: bool) -> None\n\nHold destructor calls back (True) or deliver them "
+          "(False); "
+          "turning holding off does not release what is held. Raises TypeError unless hold is "
+          "a bool.")
       .def_property_readonly("held", &SimulatedDriver::held, "int: destructor calls held back now.")
       .def(
           "release",
@@ -258,9 +276,12 @@ void register_api(py::module_& m) {
             return d.release(static_cast<int>(int_arg(threads, "release(threads)", 1, 1024)));
           },
           py::arg("threads") = 8,
-          "release(threads: int = 8) -> int\n\nRelease every held destructor call in one burst from `threads` "
-          "native threads (1 to 1024) that start together; returns at once with the number released. Raises "
-          "TypeError unless threads is an int; ValueError outside 1..1024; DriverError when a thread "
+          "release(threads: int = 8) -> int\n\nRelease every held destructor call in one burst "
+          "from `threads` "
+          "native threads (1 to 1024) that start together; returns at once with the number "
+          "released. Raises "
+          "TypeError unless threads is an int; ValueError outside 1..1024; DriverError when a "
+          "thread "
           "cannot be started (the message says how many "
           "started and whether the calls were released with fewer threads or stay held).")
       .def(
@@ -268,11 +289,15 @@ void register_api(py::module_& m) {
           [](SimulatedDriver& d, py::object timeout_s) {
             const auto t =
                 checked_timeout(seconds_arg(timeout_s, "wait_idle(timeout_s)"), "wait_idle");
-            return without_gil([&] { return d.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(t)); });
+            return without_gil([&] {
+              return d.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(t));
+            });
           },
           py::arg("timeout_s") = 10.0,
-          "wait_idle(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until every due destructor call "
-          "returned; False on timeout (seconds). Not an entry point. Raises TypeError unless timeout_s is an "
+          "wait_idle(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until every due "
+          "destructor call "
+          "returned; False on timeout (seconds). Not an entry point. Raises TypeError unless "
+          "timeout_s is an "
           "int or float; ValueError unless 0 <= timeout_s <= one year and finite.")
       .def(
           "fail_next_creates",
@@ -280,8 +305,10 @@ void register_api(py::module_& m) {
             d.fail_next_creates(static_cast<int>(int_arg(n, "fail_next_creates(n)", 0, INT32_MAX)));
           },
           py::arg("n"),
-          "fail_next_creates(n: int) -> None\n\nThe next n attach() calls fail before a user object exists "
-          "(the payload is released directly, on the main thread, and DriverError raised). Raises TypeError "
+          "fail_next_creates(n: int) -> None\n\nThe next n attach() calls fail before a user "
+          "object exists "
+          "(the payload is released directly, on the main thread, and DriverError raised). Raises "
+          "TypeError "
           "unless n is an int; ValueError outside 0..2**31-1.")
       .def(
           "fail_next_retains",
@@ -289,18 +316,23 @@ void register_api(py::module_& m) {
             d.fail_next_retains(static_cast<int>(int_arg(n, "fail_next_retains(n)", 0, INT32_MAX)));
           },
           py::arg("n"),
-          "fail_next_retains(n: int) -> None\n\nThe next n attach() calls create the user object, then fail "
-          "to hand it to the graph (its destructor fires; DriverError raised). Raises TypeError unless n is "
+          "fail_next_retains(n: int) -> None\n\nThe next n attach() calls create the user object, "
+          "then fail "
+          "to hand it to the graph (its destructor fires; DriverError raised). Raises TypeError "
+          "unless n is "
           "an int; ValueError outside 0..2**31-1.")
       .def(
           "_test_fail_thread_starts",
           [](SimulatedDriver& d, int n, int after) {
-            if (n < 0 || after < 0) throw py::value_error("_test_fail_thread_starts: n and after must be >= 0");
+            if (n < 0 || after < 0)
+              throw py::value_error("_test_fail_thread_starts: n and after must be >= 0");
             d.fail_next_thread_starts(n, after);
           },
           py::arg("n"), py::arg("after") = 0,
-          "_test_fail_thread_starts(n: int, after: int = 0) -> None\n\nAfter `after` more successful starts, "
-          "the next n native threads this driver starts fail as if the system refused (std::system_error, "
+          "_test_fail_thread_starts(n: int, after: int = 0) -> None\n\nAfter `after` more "
+          "successful starts, "
+          "the next n native threads this driver starts fail as if the system refused "
+          "(std::system_error, "
           "EAGAIN).")
       .def(
           "_test_fail_message_alloc",
@@ -309,35 +341,48 @@ void register_api(py::module_& m) {
             d.fail_next_message_allocs(n);
           },
           py::arg("n"),
-          "_test_fail_message_alloc(n: int) -> None\n\nThe next n error messages attach() builds throw "
+          "_test_fail_message_alloc(n: int) -> None\n\nThe next n error messages attach() builds "
+          "throw "
           "std::bad_alloc while being built.")
       .def_property_readonly("last_release_ns", &SimulatedDriver::last_release_ns,
                              "int: steady_clock time (ns) at which the last burst started, or 0.")
-      .def_property_readonly("delivered", &SimulatedDriver::delivered, "int: destructor calls delivered so far.")
-      .def_property_readonly("lost_in_fork", &SimulatedDriver::lost_in_fork,
-                             "int: destructor calls that were running on a thread that does not exist in this "
-                             "forked child (never delivered here).")
+      .def_property_readonly("delivered", &SimulatedDriver::delivered,
+                             "int: destructor calls delivered so far.")
+      .def_property_readonly(
+          "lost_in_fork", &SimulatedDriver::lost_in_fork,
+          "int: destructor calls that were running on a thread that does not exist in this "
+          "forked child (never delivered here).")
       .def(
           "_test_release_at_exit",
-          [](const std::shared_ptr<SimulatedDriver>& d, int threads) { release_at_backstop(d, threads); },
+          [](const std::shared_ptr<SimulatedDriver>& d, int threads) {
+            release_at_backstop(d, threads);
+          },
           py::arg("threads") = 4,
-          "_test_release_at_exit(threads: int = 4) -> None\n\nKeep this driver alive until the Py_AtExit "
-          "backstop, which releases its held destructor calls from `threads` threads after finalization and "
+          "_test_release_at_exit(threads: int = 4) -> None\n\nKeep this driver alive until the "
+          "Py_AtExit "
+          "backstop, which releases its held destructor calls from `threads` threads after "
+          "finalization and "
           "waits for them.");
 
   py::class_<CudaDriverBox, Driver, std::shared_ptr<CudaDriverBox>>(
       m, "CudaDriver",
-      "CudaDriver(spin_us: int = 0)\n\nThe CUDA driver API, opened at run time (dlopen libcuda.so.1, "
-      "cuGetProcAddress), on device 0's primary context. spin_us > 0 (microseconds): every graph also holds "
-      "one kernel node spinning that long before its empty node, so a launch keeps its user objects alive "
-      "that long. Raises DriverUnavailable naming the reason (no cuda.h at build time, no libcuda, cuInit "
-      "failure, no device), DriverError (spin kernel failed to load), TypeError (spin_us not an int), "
+      "CudaDriver(spin_us: int = 0)\n\nThe CUDA driver API, opened at run time (dlopen "
+      "libcuda.so.1, "
+      "cuGetProcAddress), on device 0's primary context. spin_us > 0 (microseconds): every graph "
+      "also holds "
+      "one kernel node spinning that long before its empty node, so a launch keeps its user "
+      "objects alive "
+      "that long. Raises DriverUnavailable naming the reason (no cuda.h at build time, no libcuda, "
+      "cuInit "
+      "failure, no device), DriverError (spin kernel failed to load), TypeError (spin_us not an "
+      "int), "
       "ValueError (spin_us outside 0..10**7).")
       .def(py::init([](py::object spin) {
              entry();
              const long long spin_us =
                  int_arg(spin, "CudaDriver(spin_us) in microseconds", 0, 10'000'000);
-             return std::make_shared<CudaDriverBox>(CudaOptions{static_cast<std::uint64_t>(spin_us)});
+             return std::make_shared<CudaDriverBox>(
+                 CudaOptions{static_cast<std::uint64_t>(spin_us)});
            }),
            py::arg("spin_us") = 0)
       .def_property_readonly(
@@ -351,29 +396,40 @@ void register_api(py::module_& m) {
       .def("attach", locked<&graph_attach, py::object, py::object>, py::arg("obj"),
            py::arg("finalizer") = py::none(),
            "attach(obj: object, finalizer: Callable[[object], None] | None = None) -> None\n\n"
-           "An entry point. Keep obj alive until this graph's new user object dies; then, on the main thread, "
-           "call finalizer(obj) (errors go to sys.unraisablehook; KeyboardInterrupt and SystemExit are raised "
+           "An entry point. Keep obj alive until this graph's new user object dies; then, on the "
+           "main thread, "
+           "call finalizer(obj) (errors go to sys.unraisablehook; KeyboardInterrupt and SystemExit "
+           "are raised "
            "after the drain) and drop obj.\n"
-           "Raises GraphDestroyedError (graph destroyed), ShutdownError (interpreter exiting), TypeError "
-           "(finalizer not callable): obj is not retained. DriverError: creation failed (obj released on the "
+           "Raises GraphDestroyedError (graph destroyed), ShutdownError (interpreter exiting), "
+           "TypeError "
+           "(finalizer not callable): obj is not retained. DriverError: creation failed (obj "
+           "released on the "
            "main thread) or the hand-over failed (obj released through the destructor).")
       .def("instantiate", locked<&graph_instantiate>,
-           "instantiate() -> None\n\nAn entry point. Instantiate the graph (CUDA: and launch it once, without "
+           "instantiate() -> None\n\nAn entry point. Instantiate the graph (CUDA: and launch it "
+           "once, without "
            "waiting). Raises GraphDestroyedError, DriverError.")
       .def("destroy", locked<&graph_destroy>,
-           "destroy() -> None\n\nAn entry point. Destroy the graph; user objects whose last reference goes "
-           "away have their destructors called by the driver. Raises GraphDestroyedError when called twice, "
+           "destroy() -> None\n\nAn entry point. Destroy the graph; user objects whose last "
+           "reference goes "
+           "away have their destructors called by the driver. Raises GraphDestroyedError when "
+           "called twice, "
            "DriverError.")
       .def_property_readonly(
-          "destroyed", [](py::handle self) {
+          "destroyed",
+          [](py::handle self) {
             py::scoped_critical_section cs{self};
             return py::cast<const PyGraph&>(self).destroyed;
-          }, "bool: destroy() was called.")
+          },
+          "bool: destroy() was called.")
       .def_property_readonly(
-          "attached", [](py::handle self) {
+          "attached",
+          [](py::handle self) {
             py::scoped_critical_section cs{self};
             return py::cast<const PyGraph&>(self).attached;
-          }, "int: objects attached successfully.");
+          },
+          "int: objects attached successfully.");
 }
 
 }  // namespace deferred_cleanup::host

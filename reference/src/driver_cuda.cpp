@@ -34,7 +34,8 @@ namespace deferred_cleanup {
 #if !DC_HAVE_CUDA_H
 
 std::unique_ptr<Driver> make_cuda_driver(CudaInfo*, const CudaOptions&) {
-  throw DriverUnavailable("cuda driver: the extension was built without cuda.h (CUDA toolkit not found by CMake)");
+  throw DriverUnavailable(
+      "cuda driver: the extension was built without cuda.h (CUDA toolkit not found by CMake)");
 }
 
 #else
@@ -43,7 +44,8 @@ namespace {
 
 // Entry-point types written against cuda.h's declarations (CUDA 12 ABI).
 #if CUDA_VERSION >= 12000
-using PFN_getProcV2 = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+using PFN_getProcV2 = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                   CUdriverProcAddressQueryResult*);
 #else
 using PFN_getProcV2 = void*;  // cuda.h older than 12.0: only the v1 entry point is used
 #endif
@@ -58,7 +60,8 @@ using PFN_primaryCtxRelease = CUresult (*)(CUdevice);
 using PFN_ctxSetCurrent = CUresult (*)(CUcontext);
 using PFN_graphCreate = CUresult (*)(CUgraph*, unsigned int);
 using PFN_graphAddEmptyNode = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t);
-using PFN_userObjectCreate = CUresult (*)(CUuserObject*, void*, CUhostFn, unsigned int, unsigned int);
+using PFN_userObjectCreate = CUresult (*)(CUuserObject*, void*, CUhostFn, unsigned int,
+                                          unsigned int);
 using PFN_userObjectRelease = CUresult (*)(CUuserObject, unsigned int);
 using PFN_graphRetainUserObject = CUresult (*)(CUgraph, CUuserObject, unsigned int, unsigned int);
 using PFN_graphInstantiate = CUresult (*)(CUgraphExec*, CUgraph, unsigned long long);
@@ -121,16 +124,19 @@ class CudaDriver final : public Driver {
     lib_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib_ == nullptr) {
       const char* why = dlerror();
-      throw DriverUnavailable(std::string("cuda driver: cannot open libcuda.so.1 (no NVIDIA driver installed?): ") +
-                              (why ? why : "unknown dlopen error"));
+      throw DriverUnavailable(
+          std::string("cuda driver: cannot open libcuda.so.1 (no NVIDIA driver installed?): ") +
+          (why ? why : "unknown dlopen error"));
     }
     // Never dlclose: destructors may still run on CUDA's threads at exit.
 #if CUDA_VERSION >= 12000
     get_v2_ = reinterpret_cast<PFN_getProcV2>(dlsym(lib_, "cuGetProcAddress_v2"));
 #endif
-    if (get_v2_ == nullptr) get_v1_ = reinterpret_cast<PFN_getProcV1>(dlsym(lib_, "cuGetProcAddress"));
+    if (get_v2_ == nullptr)
+      get_v1_ = reinterpret_cast<PFN_getProcV1>(dlsym(lib_, "cuGetProcAddress"));
     if (get_v2_ == nullptr && get_v1_ == nullptr)
-      throw DriverUnavailable("cuda driver: libcuda.so.1 exports no cuGetProcAddress (driver older than CUDA 11.3)");
+      throw DriverUnavailable(
+          "cuda driver: libcuda.so.1 exports no cuGetProcAddress (driver older than CUDA 11.3)");
     load(init_, "cuInit");
     load(get_error_name_, "cuGetErrorName");
     load(get_error_string_, "cuGetErrorString");
@@ -167,7 +173,8 @@ class CudaDriver final : public Driver {
     if (rc != CUDA_SUCCESS) throw DriverUnavailable("cuda driver: cuInit failed: " + describe(rc));
     int count = 0;
     rc = device_get_count_(&count);
-    if (rc != CUDA_SUCCESS) throw DriverUnavailable("cuda driver: cuDeviceGetCount failed: " + describe(rc));
+    if (rc != CUDA_SUCCESS)
+      throw DriverUnavailable("cuda driver: cuDeviceGetCount failed: " + describe(rc));
     if (count < 1) throw DriverUnavailable("cuda driver: no CUDA device");
     check_unavailable(device_get_(&device_, 0), "cuDeviceGet");
     check_unavailable(primary_retain_(&ctx_, device_), "cuDevicePrimaryCtxRetain");
@@ -191,7 +198,8 @@ class CudaDriver final : public Driver {
       (void)h;
       destroy_graph(g);
     }
-    stream_synchronize_(nullptr);  // launches still in flight complete before the context is released
+    stream_synchronize_(
+        nullptr);  // launches still in flight complete before the context is released
     if (module_ != nullptr) module_unload_(module_);
     if (have_ctx_) primary_release_(device_);
   }
@@ -221,8 +229,8 @@ class CudaDriver final : public Driver {
     }
 #endif
     CUgraphNode node = nullptr;
-    const CUresult rc =
-        graph_add_empty_node_(&node, e.graph, spin != nullptr ? &spin : nullptr, spin != nullptr ? 1 : 0);
+    const CUresult rc = graph_add_empty_node_(&node, e.graph, spin != nullptr ? &spin : nullptr,
+                                              spin != nullptr ? 1 : 0);
     if (rc != CUDA_SUCCESS) {
       graph_destroy_(e.graph);
       throw DriverError("cuda driver: cuGraphAddEmptyNode failed: " + describe(rc));
@@ -239,14 +247,16 @@ class CudaDriver final : public Driver {
     // NO_DESTRUCTOR_SYNC is the only flag CUDA accepts: the destructor runs
     // on an internal thread, unsynchronized with any CUDA handle.
     CUresult rc = user_object_create_(&uo, arg, destructor, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC);
-    if (rc != CUDA_SUCCESS) return {AttachStatus::not_created, "cuda driver: cuUserObjectCreate failed: " + describe(rc)};
+    if (rc != CUDA_SUCCESS)
+      return {AttachStatus::not_created, "cuda driver: cuUserObjectCreate failed: " + describe(rc)};
     // MOVE: the graph takes our one reference; from here only the graph's
     // destruction leads to the destructor.
     rc = graph_retain_user_object_(e.graph, uo, 1, CU_GRAPH_USER_OBJECT_MOVE);
     if (rc != CUDA_SUCCESS) {
       // Build the result before the release: once the destructor may run,
       // nothing here may throw (the caller would clean the payload twice).
-      AttachResult r{AttachStatus::released, "cuda driver: cuGraphRetainUserObject failed: " + describe(rc)};
+      AttachResult r{AttachStatus::released,
+                     "cuda driver: cuGraphRetainUserObject failed: " + describe(rc)};
       user_object_release_(uo, 1);  // our reference: the destructor runs, exactly once
       return r;
     }
@@ -256,7 +266,8 @@ class CudaDriver final : public Driver {
   void instantiate(GraphHandle graph) override {
     Entry& e = find(graph);
     check(ctx_set_current_(ctx_), "cuCtxSetCurrent");
-    if (e.exec == nullptr) check(graph_instantiate_(&e.exec, e.graph, 0), "cuGraphInstantiateWithFlags");
+    if (e.exec == nullptr)
+      check(graph_instantiate_(&e.exec, e.graph, 0), "cuGraphInstantiateWithFlags");
     // Launch without waiting: a destroy() right after it frees the executable
     // graph asynchronously on completion (cuGraphExecDestroy), so CUDA runs
     // those destructors on its internal thread.  The stream is synchronized
@@ -293,7 +304,8 @@ class CudaDriver final : public Driver {
     rc = get_v1_(symbol, &p, kApiVersion, CU_GET_PROC_ADDRESS_DEFAULT);
 #endif
     if (rc != CUDA_SUCCESS || p == nullptr)
-      throw DriverUnavailable(std::string("cuda driver: cuGetProcAddress found no ") + symbol + " for API version 12.0");
+      throw DriverUnavailable(std::string("cuda driver: cuGetProcAddress found no ") + symbol +
+                              " for API version 12.0");
     fn = reinterpret_cast<F>(p);
   }
 
@@ -302,16 +314,18 @@ class CudaDriver final : public Driver {
     const char* text = nullptr;
     if (get_error_name_ != nullptr) get_error_name_(rc, &name);
     if (get_error_string_ != nullptr) get_error_string_(rc, &text);
-    return std::string(name ? name : "CUresult") + " (" + std::to_string(static_cast<int>(rc)) + ")" +
-           (text ? std::string(": ") + text : std::string());
+    return std::string(name ? name : "CUresult") + " (" + std::to_string(static_cast<int>(rc)) +
+           ")" + (text ? std::string(": ") + text : std::string());
   }
 
   void check(CUresult rc, const char* what) const {
-    if (rc != CUDA_SUCCESS) throw DriverError(std::string("cuda driver: ") + what + " failed: " + describe(rc));
+    if (rc != CUDA_SUCCESS)
+      throw DriverError(std::string("cuda driver: ") + what + " failed: " + describe(rc));
   }
 
   void check_unavailable(CUresult rc, const char* what) const {
-    if (rc != CUDA_SUCCESS) throw DriverUnavailable(std::string("cuda driver: ") + what + " failed: " + describe(rc));
+    if (rc != CUDA_SUCCESS)
+      throw DriverUnavailable(std::string("cuda driver: ") + what + " failed: " + describe(rc));
   }
 
   Entry& find(GraphHandle graph) {

@@ -18,7 +18,9 @@
 
 namespace deferred_cleanup {
 
-SimulatedDriver::SimulatedDriver() { worker_ = start_thread([this] { worker(); }); }
+SimulatedDriver::SimulatedDriver() {
+  worker_ = start_thread([this] { worker(); });
+}
 
 std::thread SimulatedDriver::start_thread(std::function<void()> fn) {
   int ok = succeed_thread_starts_.load(std::memory_order_relaxed);  // test setting
@@ -32,7 +34,8 @@ std::thread SimulatedDriver::start_thread(std::function<void()> fn) {
   while (n > 0) {
     // One failure per injected count; orders nothing else.
     if (fail_thread_starts_.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
-      throw std::system_error(EAGAIN, std::generic_category(), "simulated driver: injected thread-start failure");
+      throw std::system_error(EAGAIN, std::generic_category(),
+                              "simulated driver: injected thread-start failure");
     }
   }
   return std::thread(std::move(fn));  // std::system_error when the system refuses
@@ -73,7 +76,8 @@ SimulatedDriver::~SimulatedDriver() {
 
 void SimulatedDriver::unref(UserObject* uo) {
   // Relaxed is enough: every reference change happens under mu_.
-  if (uo->refs.fetch_sub(1, std::memory_order_relaxed) != 1) return;  // ordered by mu_, not by this atomic
+  if (uo->refs.fetch_sub(1, std::memory_order_relaxed) != 1)
+    return;  // ordered by mu_, not by this atomic
   if (hold_) {
     held_.push_back(uo);
     return;
@@ -114,13 +118,15 @@ AttachResult SimulatedDriver::attach(GraphHandle graph, DestructorFn destructor,
   if (it == graphs_.end()) throw DriverError("simulated driver: unknown or destroyed graph");
   if (fail_creates_ > 0) {
     --fail_creates_;
-    return {AttachStatus::not_created, message("simulated driver: injected failure of user-object creation")};
+    return {AttachStatus::not_created,
+            message("simulated driver: injected failure of user-object creation")};
   }
   if (fail_retains_ > 0) {
     --fail_retains_;
     // Build the result first: once the destructor may fire, nothing here may
     // throw (the caller would clean the payload a second time).
-    AttachResult r{AttachStatus::released, message("simulated driver: injected failure of the hand-over to the graph")};
+    AttachResult r{AttachStatus::released,
+                   message("simulated driver: injected failure of the hand-over to the graph")};
     auto* uo = new UserObject;
     uo->fn = destructor;
     uo->arg = arg;
@@ -142,7 +148,8 @@ void SimulatedDriver::instantiate(GraphHandle graph) {
   it->second.instantiated = true;
   // The executable graph retains every user object of the graph once more;
   // destroy() drops both references.
-  for (UserObject* uo : it->second.objects) uo->refs.fetch_add(1, std::memory_order_relaxed);  // under mu_
+  for (UserObject* uo : it->second.objects)
+    uo->refs.fetch_add(1, std::memory_order_relaxed);  // under mu_
 }
 
 void SimulatedDriver::destroy(GraphHandle graph) {
@@ -243,8 +250,9 @@ std::size_t SimulatedDriver::release(int threads) {
   }
   if (got < want) {
     throw DriverError("simulated driver: release() started " + std::to_string(got) + " of " +
-                      std::to_string(want) + " threads (" + failure + "); all " + std::to_string(n) +
-                      " destructor calls were released with " + std::to_string(got));
+                      std::to_string(want) + " threads (" + failure + "); all " +
+                      std::to_string(n) + " destructor calls were released with " +
+                      std::to_string(got));
   }
   return n;
 }
@@ -300,7 +308,7 @@ std::uint64_t SimulatedDriver::after_fork_child() noexcept {
   new (&mu_) std::mutex;
   new (&cv_) std::condition_variable;
   new (&idle_cv_) std::condition_variable;
-  new std::thread(std::move(worker_));  // leaked on purpose: not joinable here
+  new std::thread(std::move(worker_));                      // leaked on purpose: not joinable here
   for (auto& th : bursts_) new std::thread(std::move(th));  // likewise
   bursts_.clear();
   // Calls that were running on those threads (the worker's current one and

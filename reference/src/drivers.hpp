@@ -92,11 +92,13 @@ class SimulatedDriver final : public Driver {
   /// steady_clock time (ns) at which the last burst's threads were let go,
   /// or 0.
   std::int64_t last_release_ns() const {
-    return last_release_ns_.load(std::memory_order_acquire);  // pairs with the burst's release store
+    return last_release_ns_.load(
+        std::memory_order_acquire);  // pairs with the burst's release store
   }
   /// Destructor calls delivered so far.
   std::uint64_t delivered() const {
-    return delivered_.load(std::memory_order_acquire);  // pairs with the release increment after each destructor
+    return delivered_.load(
+        std::memory_order_acquire);  // pairs with the release increment after each destructor
   }
 
  private:
@@ -120,11 +122,11 @@ class SimulatedDriver final : public Driver {
   std::condition_variable idle_cv_;  // outstanding_ reached 0
   std::unordered_map<GraphHandle, Graph> graphs_;
   GraphHandle next_graph_ = 1;
-  std::deque<UserObject*> due_;   // destructor calls for the worker
+  std::deque<UserObject*> due_;  // destructor calls for the worker
   std::vector<UserObject*> held_;
   bool hold_ = false;
   bool stop_ = false;
-  std::size_t outstanding_ = 0;   // due or running, not held
+  std::size_t outstanding_ = 0;  // due or running, not held
   int fail_creates_ = 0;
   int fail_retains_ = 0;
   std::atomic<int> fail_thread_starts_{0};

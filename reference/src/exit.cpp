@@ -62,21 +62,44 @@ ExitReport g_exit;
 
 // ---------------------------------------------------------------- backstop
 
-const char* kStatsKeys[] = {"created", "cleaned", "direct_cleanups",
-                            "schedule_attempts", "schedule_failures", "pending_calls", "drain_cycles",
-                            "pending_calls_ignored", "direct_drains", "retries", "rearms",
-                            "main_rearms", "leaked_at_shutdown", "leaked_finalizing", "gate_timeouts", "forks"};
+const char* kStatsKeys[] = {"created",
+                            "cleaned",
+                            "direct_cleanups",
+                            "schedule_attempts",
+                            "schedule_failures",
+                            "pending_calls",
+                            "drain_cycles",
+                            "pending_calls_ignored",
+                            "direct_drains",
+                            "retries",
+                            "rearms",
+                            "main_rearms",
+                            "leaked_at_shutdown",
+                            "leaked_finalizing",
+                            "gate_timeouts",
+                            "forks"};
 
 void write_stats_json(const char* path, std::int64_t backstop_ns) {
   // Plain C stdio: the interpreter is gone.  Relaxed snapshots (statistics).
   FILE* f = std::fopen(path, "w");
   if (f == nullptr) return;
   const Stats& s = stats();
-  const std::atomic<std::uint64_t>* vals[] = {
-      &s.created, &s.cleaned, &s.direct_cleanups, &s.schedule_attempts,
-      &s.schedule_failures, &s.pending_calls, &s.drain_cycles, &s.pending_calls_ignored,
-      &s.direct_drains, &s.retries, &s.rearms, &s.main_rearms, &s.leaked_at_shutdown, &s.leaked_finalizing,
-      &s.gate_timeouts, &s.forks};
+  const std::atomic<std::uint64_t>* vals[] = {&s.created,
+                                              &s.cleaned,
+                                              &s.direct_cleanups,
+                                              &s.schedule_attempts,
+                                              &s.schedule_failures,
+                                              &s.pending_calls,
+                                              &s.drain_cycles,
+                                              &s.pending_calls_ignored,
+                                              &s.direct_drains,
+                                              &s.retries,
+                                              &s.rearms,
+                                              &s.main_rearms,
+                                              &s.leaked_at_shutdown,
+                                              &s.leaked_finalizing,
+                                              &s.gate_timeouts,
+                                              &s.forks};
   auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
   std::fprintf(f, "{\"variant\": \"%s\"", variant_name(g_variant));
   for (std::size_t i = 0; i < sizeof vals / sizeof vals[0]; ++i)
@@ -109,10 +132,12 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
   std::fprintf(f, ", \"exit_gate_clear\": %s", g_exit.gate_clear ? "true" : "false");
   // The seed's window: from the end of the Python atexit phase (our exit
   // hook, reference only) or, without one, unknown (-1), to the backstop.
-  const long long window = g_exit.at_ns != 0 ? static_cast<long long>(backstop_ns - g_exit.at_ns) : -1;
+  const long long window =
+      g_exit.at_ns != 0 ? static_cast<long long>(backstop_ns - g_exit.at_ns) : -1;
   std::fprintf(f, ", \"exit_to_backstop_ns\": %lld", window);
-  std::fprintf(f, ", \"check_to_call_ns_max\": %lld",
-               static_cast<long long>(g_check_to_call_max.load(std::memory_order_relaxed)));  // statistics
+  std::fprintf(
+      f, ", \"check_to_call_ns_max\": %lld",
+      static_cast<long long>(g_check_to_call_max.load(std::memory_order_relaxed)));  // statistics
   std::fprintf(f, "}\n");
   std::fclose(f);
 }
@@ -165,7 +190,6 @@ void backstop() {
   for (auto& d : all) new std::shared_ptr<SimulatedDriver>(std::move(d));
 }
 
-
 /// Step 0 of the exit sequence, below.
 std::uint64_t await_due_destructors(ReferenceQueue& q);
 
@@ -203,7 +227,6 @@ void release_at_backstop(const std::shared_ptr<SimulatedDriver>& d, int threads)
 // ---------------------------------------------------------------- exit hook (reference)
 
 namespace {
-
 
 /// Step 0 of the exit sequence: drain while destructors of destroyed graphs
 /// are still due or items are queued, up to the exit wait; the GIL is
@@ -243,7 +266,8 @@ py::dict exit_hook() {
   }
   if (!host_is_main_thread()) {
     throw NotMainThreadError(
-        "_exit_hook() may only run on the main thread: cleanups run there only; nothing was drained");
+        "_exit_hook() may only run on the main thread: cleanups run there only; nothing was "
+        "drained");
   }
   ReferenceQueue& q = *g_reference;
   py::dict d;
@@ -305,15 +329,20 @@ void init_exit(py::module_& m) {
                  "counters are written at the end of the atexit phase\n");
   }
   m.def("_exit_hook", &exit_hook,
-        "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup in the atexit "
-        "phase, last on 3.10-3.13): drain while destructors are due (bounded by exit_wait_s), close the gate, "
-        "wait it out, final drain; the host stays alive for main-thread drains until CPython finalizes. "
+        "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup in "
+        "the atexit "
+        "phase, last on 3.10-3.13): drain while destructors are due (bounded by exit_wait_s), "
+        "close the gate, "
+        "wait it out, final drain; the host stays alive for main-thread drains until CPython "
+        "finalizes. "
         "Raises NotMainThreadError off the main thread (nothing drained).");
   m.def("_mark_atexit_end", &mark_atexit_end,
-        "_mark_atexit_end() -> None\n\nComparison variants: record the end of the atexit phase (for the window "
+        "_mark_atexit_end() -> None\n\nComparison variants: record the end of the atexit phase "
+        "(for the window "
         "report of the Py_AtExit backstop).");
-  m.def("_atexit_registered", [] { return g_atexit_rc == 0; },
-        "_atexit_registered() -> bool\n\nWhether Py_AtExit accepted the backstop.");
+  m.def(
+      "_atexit_registered", [] { return g_atexit_rc == 0; },
+      "_atexit_registered() -> bool\n\nWhether Py_AtExit accepted the backstop.");
 }
 
 }  // namespace deferred_cleanup::host

@@ -31,9 +31,7 @@ void after_fork_child() {
     g_counters.forks_in_pending_call.fetch_add(1, std::memory_order_relaxed);  // statistics only
     g_in_pending_call = false;
   }
-  with_queue([same](auto& q) {
-    q.reset_after_fork(same);
-  });
+  with_queue([same](auto& q) { q.reset_after_fork(same); });
   std::vector<std::shared_ptr<SimulatedDriver>> all;
   {
     // The child has one thread: g_drivers_mu cannot be held by another, but
@@ -62,7 +60,8 @@ void after_fork_child() {
 
 void init_fork(py::module_& m) {
   m.def("_after_fork_child", &after_fork_child,
-        "_after_fork_child() -> None\n\nos.register_at_fork(after_in_child=...) handler: reset the queue's "
+        "_after_fork_child() -> None\n\nos.register_at_fork(after_in_child=...) handler: reset the "
+        "queue's "
         "thread-bound state and the simulated drivers' threads in the child.");
 }
 

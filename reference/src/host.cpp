@@ -80,7 +80,7 @@ bool finalizing_now() {
 namespace {
 
 std::atomic<std::int64_t> g_last_check_ns{0};  // see g_check_to_call_max
-PendingCallFn g_core_pending_call = nullptr;  // the variant's pending_call<P>, set at import
+PendingCallFn g_core_pending_call = nullptr;   // the variant's pending_call<P>, set at import
 
 int host_trampoline(void* arg) {
   note_finalizing();  // step 4 of the reference's shutdown, if CPython is finalizing now
@@ -92,7 +92,8 @@ int host_trampoline(void* arg) {
 }
 
 int host_add_pending_call(PendingCallFn fn, void* arg) {
-  (void)fn;  // always the variant's pending_call<P> (g_core_pending_call), called by host_trampoline
+  (void)
+      fn;  // always the variant's pending_call<P> (g_core_pending_call), called by host_trampoline
   // Announces us to the backstop's wait (seq_cst; see g_in_host).
   g_in_host.fetch_add(1, std::memory_order_seq_cst);
   // Written once by the backstop (seq_cst).
@@ -101,8 +102,9 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
     g_counters.host_calls_after_teardown.fetch_add(1, std::memory_order_relaxed);
   }
   if (g_variant == Variant::cuda_core_1_2) {
-    const std::int64_t d = now_ns() - g_last_check_ns.load(std::memory_order_relaxed);  // statistics
-    std::int64_t m = g_check_to_call_max.load(std::memory_order_relaxed);             // statistics
+    const std::int64_t d =
+        now_ns() - g_last_check_ns.load(std::memory_order_relaxed);        // statistics
+    std::int64_t m = g_check_to_call_max.load(std::memory_order_relaxed);  // statistics
     while (d > m && !g_check_to_call_max.compare_exchange_weak(m, d, std::memory_order_relaxed)) {
     }
   }
@@ -168,7 +170,8 @@ void report_cleanup_error(PyObject* where) {
   PyErr_WriteUnraisable(where);
 }
 
-std::set<unsigned long> g_destructor_threads;  // main thread only (GIL): distinct destructor threads
+std::set<unsigned long>
+    g_destructor_threads;  // main thread only (GIL): distinct destructor threads
 
 /// The cleanup: main thread, GIL held (pending call or entry point).  Calls
 /// the finalizer with the object, drops both references.  Nothing escapes.
@@ -311,7 +314,8 @@ bool bool_arg(py::handle v, const char* what) {
 std::chrono::nanoseconds checked_timeout(double seconds, const char* what) {
   constexpr double kMax = 365.0 * 24 * 3600;
   if (!std::isfinite(seconds) || seconds < 0.0 || seconds > kMax) {
-    throw py::value_error(std::string(what) + ": timeout must be a finite number of seconds from 0 to " +
+    throw py::value_error(std::string(what) +
+                          ": timeout must be a finite number of seconds from 0 to " +
                           std::to_string(static_cast<long long>(kMax)) + " (one year)");
   }
   return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
@@ -332,7 +336,7 @@ void release_uncreated(PyPayload* p) {
       cleanup_directly(q, &p->item);
     } else {
       // Off the main thread: hand it to the main thread as a destructor would.
-      g_counters.enqueued.fetch_add(1, std::memory_order_relaxed);  // statistics only
+      g_counters.enqueued.fetch_add(1, std::memory_order_relaxed);      // statistics only
       g_counters.user_objects.fetch_add(1, std::memory_order_relaxed);  // it is now "due"
       q.stats.direct_cleanups.fetch_add(1, std::memory_order_relaxed);  // statistics only
       on_user_object_destroyed(q, &p->item);
@@ -395,7 +399,7 @@ PyGraph::~PyGraph() {
       // A graph object that dies undestroyed releases what it can; errors
       // here have nobody to go to.
     }
-    SavedError saved;     // a dealloc must leave the error state alone
+    SavedError saved;      // a dealloc must leave the error state alone
     release_after_exit();  // dropped by an exit handler after the exit sequence
   }
 }
@@ -532,30 +536,40 @@ void init_host(py::module_& m) {
     g_variant = Variant::cuda_core_1_2;
     g_cuda_core = publish_queue(new CudaCore12Queue(&g_host));  // never freed
   } else {
-    throw py::value_error("DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2', not '" +
-                          name + "'");
+    throw py::value_error(
+        "DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2', not '" +
+        name + "'");
   }
   g_core_pending_call = with_queue([](auto& q) -> PendingCallFn {
     using P = typename std::remove_reference_t<decltype(q)>::Policy;
     return &pending_call<P>;
   });
-  g_main_ident = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  g_main_ident =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
-  m.def("variant", [] { return std::string(variant_name(g_variant)); },
-        "variant() -> str\n\nThe variant fixed at import: 'reference', 'seed' or 'cuda-core-1.2'.");
-  m.def("configure", &configure, py::arg("exit_wait_s") = py::none(), py::arg("stale_claim_s") = py::none(),
+  m.def(
+      "variant", [] { return std::string(variant_name(g_variant)); },
+      "variant() -> str\n\nThe variant fixed at import: 'reference', 'seed' or 'cuda-core-1.2'.");
+  m.def("configure", &configure, py::arg("exit_wait_s") = py::none(),
+        py::arg("stale_claim_s") = py::none(),
         "configure(exit_wait_s: float | None = None, stale_claim_s: float | None = None) -> None");
   m.def("settings", &settings, "settings() -> dict");
-  m.def("last_cleanup_ns", [] { return g_counters.last_cleanup_ns.load(std::memory_order_relaxed); },
-        "last_cleanup_ns() -> int\n\nsteady_clock time (ns) of the last cleanup, 0 if none.");
-  m.def("now_ns", &now_ns, "now_ns() -> int\n\nsteady_clock time in ns (the clock of last_cleanup_ns).");
+  m.def(
+      "last_cleanup_ns", [] { return g_counters.last_cleanup_ns.load(std::memory_order_relaxed); },
+      "last_cleanup_ns() -> int\n\nsteady_clock time (ns) of the last cleanup, 0 if none.");
+  m.def("now_ns", &now_ns,
+        "now_ns() -> int\n\nsteady_clock time in ns (the clock of last_cleanup_ns).");
   m.def(
       "destructor_threads",
-      [] { return std::vector<unsigned long>(g_destructor_threads.begin(), g_destructor_threads.end()); },
-      "destructor_threads() -> list[int]\n\nDistinct pthread ids of the threads that ran the destructors of "
+      [] {
+        return std::vector<unsigned long>(g_destructor_threads.begin(), g_destructor_threads.end());
+      },
+      "destructor_threads() -> list[int]\n\nDistinct pthread ids of the threads that ran the "
+      "destructors of "
       "cleaned payloads (since the last reset).");
-  m.def("_test_reset_destructor_threads", [] { g_destructor_threads.clear(); },
-        "_test_reset_destructor_threads() -> None\n\nForget the recorded destructor threads.");
+  m.def(
+      "_test_reset_destructor_threads", [] { g_destructor_threads.clear(); },
+      "_test_reset_destructor_threads() -> None\n\nForget the recorded destructor threads.");
 }
 
 }  // namespace deferred_cleanup::host

@@ -82,10 +82,10 @@ Stats& stats();
 DestructorFn destructor_fn();
 
 // ---------------------------------------------------------------- host state
-extern unsigned long g_main_ident;          // main thread (PyThread_get_thread_ident)
+extern unsigned long g_main_ident;  // main thread (PyThread_get_thread_ident)
 bool host_is_main_thread();
-std::int64_t now_ns();                      // steady clock
-extern std::atomic<bool> g_torn_down;       // the Py_AtExit backstop ran
+std::int64_t now_ns();                 // steady clock
+extern std::atomic<bool> g_torn_down;  // the Py_AtExit backstop ran
 /// Whether CPython's finalizing flag is set (Py_IsFinalizing, 3.13+;
 /// _Py_IsFinalizing, 3.10-3.12).  Any thread.
 bool finalizing_now();
@@ -104,17 +104,18 @@ extern bool g_in_pending_call;
 
 // Host-side counters (relaxed; statistics only).
 struct HostCounters {
-  std::atomic<std::uint64_t> enqueued{0};             // destructor calls (pushes)
-  std::atomic<std::uint64_t> enqueued_late{0};        // of those, after the door closed
-  std::atomic<std::uint64_t> user_objects{0};         // user objects created (destructor due)
+  std::atomic<std::uint64_t> enqueued{0};       // destructor calls (pushes)
+  std::atomic<std::uint64_t> enqueued_late{0};  // of those, after the door closed
+  std::atomic<std::uint64_t> user_objects{0};   // user objects created (destructor due)
   std::atomic<std::uint64_t> cleanups_on_main{0};
   std::atomic<std::uint64_t> cleanups_off_main{0};
   std::atomic<std::uint64_t> destructors_on_main{0};
   std::atomic<std::uint64_t> cleanups_after_shutdown{0};
   std::atomic<std::uint64_t> host_calls_after_teardown{0};
-  std::atomic<std::uint64_t> deferred_interrupts{0};  // KeyboardInterrupt/SystemExit re-raised
+  std::atomic<std::uint64_t> deferred_interrupts{0};    // KeyboardInterrupt/SystemExit re-raised
   std::atomic<std::uint64_t> interrupts_unraisable{0};  // later ones of a drain: sys.unraisablehook
-  std::atomic<std::uint64_t> forks_in_pending_call{0};  // child forked while main ran our pending call
+  std::atomic<std::uint64_t> forks_in_pending_call{
+      0};  // child forked while main ran our pending call
   std::atomic<unsigned long> last_destructor_thread{0};
   std::atomic<std::int64_t> last_cleanup_ns{0};
   std::atomic<bool> shutdown_done{false};
@@ -128,8 +129,8 @@ struct PyGraph;
 /// dies; the allocation embeds the item.
 struct PyPayload {
   DeferredCleanupItem item;
-  PyObject* obj = nullptr;        // strong reference
-  PyObject* finalizer = nullptr;  // strong reference or nullptr
+  PyObject* obj = nullptr;              // strong reference
+  PyObject* finalizer = nullptr;        // strong reference or nullptr
   unsigned long destructor_thread = 0;  // written by the destructor before the push
 };
 
@@ -283,9 +284,9 @@ void track_simulated_driver(const std::shared_ptr<SimulatedDriver>& d);
 void release_at_backstop(const std::shared_ptr<SimulatedDriver>& d, int threads);
 
 // Test hooks the host calls (test_hooks.cpp).
-void test_hook_in_gate(const void* queue);   // Host::in_gate
-void test_hooks_at_backstop();               // release a held producer, wait for it
-int test_gate_hook_passes();                 // producers that went through the armed hook
-void test_hooks_after_fork();                // reset the hooks' state in a fork() child
+void test_hook_in_gate(const void* queue);  // Host::in_gate
+void test_hooks_at_backstop();              // release a held producer, wait for it
+int test_gate_hook_passes();                // producers that went through the armed hook
+void test_hooks_after_fork();               // reset the hooks' state in a fork() child
 
 }  // namespace deferred_cleanup::host

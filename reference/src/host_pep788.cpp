@@ -79,13 +79,17 @@ void register_guard(pybind11::module_& m) {
   g_guard_view = PyInterpreterView_FromMain();
   if (g_guard_view == nullptr) throw pybind11::error_already_set();
 #endif
-  m.def("guard_counters", [] {
-    pybind11::dict d;
-    d["mode"] = DC_GUARD_ON ? "pep788" : "off";
-    d["taken"] = g_guards_taken.load(std::memory_order_relaxed);
-    d["refused"] = g_guards_refused.load(std::memory_order_relaxed);
-    return d;
-  }, "PEP 788 guard mode of the host's Py_AddPendingCall ('pep788' or 'off') and its counts (dict).");
+  m.def(
+      "guard_counters",
+      [] {
+        pybind11::dict d;
+        d["mode"] = DC_GUARD_ON ? "pep788" : "off";
+        d["taken"] = g_guards_taken.load(std::memory_order_relaxed);
+        d["refused"] = g_guards_refused.load(std::memory_order_relaxed);
+        return d;
+      },
+      "PEP 788 guard mode of the host's Py_AddPendingCall ('pep788' or 'off') and its counts "
+      "(dict).");
 }
 
 }  // namespace deferred_cleanup::host

@@ -19,7 +19,8 @@ PYBIND11_MODULE(_native, m, pybind11::mod_gil_not_used()) {
   // The queue and its shutdown hook are process-wide and bound to the main
   // interpreter (see deferred_cleanup/__init__.py, which refuses first).
   if (PyInterpreterState_Get() != PyInterpreterState_Main()) {
-    throw pybind11::import_error("deferred_cleanup._native can only be imported in the main interpreter");
+    throw pybind11::import_error(
+        "deferred_cleanup._native can only be imported in the main interpreter");
   }
   m.doc() = "deferred-cleanup native core: the pending-call probe and the reference queue";
   auto probe = m.def_submodule("probe", "CPython pending-call probe (measurements)");

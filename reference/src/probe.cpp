@@ -301,7 +301,8 @@ py::dict subinterpreter_add(const std::string& code, double add_delay_ms) {
   std::int64_t sub_id = PyInterpreterState_GetID(PyThreadState_GetInterpreter(sub));
   std::size_t i = start_foreign_add(add_delay_ms);
   int run_rc = PyRun_SimpleString(code.c_str());
-  bool ran_in_sub_window = g_slots[i].ran.load(std::memory_order_acquire) != 0;  // pairs with record_call's release
+  bool ran_in_sub_window =
+      g_slots[i].ran.load(std::memory_order_acquire) != 0;  // pairs with record_call's release
   Py_EndInterpreter(sub);
   PyThreadState_Swap(main_ts);
   d["available"] = true;
@@ -365,7 +366,9 @@ int add_marker_from_main(long tag) {
   return rc;
 }
 
-void ll_exit_callback() { write_line("ll_initialized=%ld\n", static_cast<long>(Py_IsInitialized())); }
+void ll_exit_callback() {
+  write_line("ll_initialized=%ld\n", static_cast<long>(Py_IsInitialized()));
+}
 
 /// Registered with Py_AtExit: runs at the end of Py_FinalizeEx.
 int arm_ll_exit() { return Py_AtExit(ll_exit_callback); }
@@ -391,17 +394,24 @@ void register_probe_pep788(pybind11::module_& m);  // reference/src/probe_pep788
 
 /// Bind the probe's measuring steps as deferred_cleanup._native.probe.
 /// Thread: main, at import.  Blocks: no.  Memory ordering: n/a.
-/// Errors: pybind11 raises on binding failure.  Source: Py_AddPendingCall, Python/ceval_gil.c v3.12.0 (what the probe measures).
+/// Errors: pybind11 raises on binding failure.  Source: Py_AddPendingCall, Python/ceval_gil.c
+/// v3.12.0 (what the probe measures).
 void register_probe(pybind11::module_& m) {
   m.def("now_ms", &now_ms, "Steady-clock milliseconds since the module loaded (float).");
-  m.def("step", [] { g_step.fetch_add(1, std::memory_order_relaxed); },  // GIL-ordered, see g_step
-        "Advance the eval-breaker step counter; call between bytecodes.");
+  m.def(
+      "step", [] { g_step.fetch_add(1, std::memory_order_relaxed); },  // GIL-ordered, see g_step
+      "Advance the eval-breaker step counter; call between bytecodes.");
   m.def("fill_from_foreign", &fill_from_foreign, py::arg("limit") = 10000,
-        "Fill the pending-call queue from a foreign thread while holding the GIL; return what was seen.");
-  m.def("queue_calls", &queue_calls, py::arg("n_foreign"), py::arg("n_main") = 0, py::arg("n_fail") = 0,
-        "Queue n_foreign calls from a foreign thread, then n_main from the main thread; the first n_fail raise.");
-  m.def("next_slot", [] { return g_next_slot.load(std::memory_order_relaxed); },  // main thread only, GIL-ordered
-        "Index of the slot the next allocation will return (int).");
+        "Fill the pending-call queue from a foreign thread while holding the GIL; return what was "
+        "seen.");
+  m.def("queue_calls", &queue_calls, py::arg("n_foreign"), py::arg("n_main") = 0,
+        py::arg("n_fail") = 0,
+        "Queue n_foreign calls from a foreign thread, then n_main from the main thread; the first "
+        "n_fail raise.");
+  m.def(
+      "next_slot",
+      [] { return g_next_slot.load(std::memory_order_relaxed); },  // main thread only, GIL-ordered
+      "Index of the slot the next allocation will return (int).");
   m.def("start_foreign_add", &start_foreign_add, py::arg("delay_ms"),
         "Start a foreign thread that adds one pending call after delay_ms; return its slot index.");
   m.def("join_foreign", &join_foreign, "Join the foreign threads start_foreign_add started.");
@@ -409,21 +419,27 @@ void register_probe(pybind11::module_& m) {
   m.def("slot", &slot, py::arg("slot"), "The record of one slot (dict).");
   m.def("blocking_call", &blocking_call, py::arg("ms"),
         "Release the GIL and sleep ms milliseconds; return (start_ms, end_ms).");
-  m.def("make_pending_calls", [] { return Py_MakePendingCalls(); },
-        "Py_MakePendingCalls() on this thread (int); leaves any exception set as raised.");
+  m.def(
+      "make_pending_calls", [] { return Py_MakePendingCalls(); },
+      "Py_MakePendingCalls() on this thread (int); leaves any exception set as raised.");
   m.def("subinterpreter_add", &subinterpreter_add, py::arg("code"), py::arg("add_delay_ms"),
         "Run code in a new legacy subinterpreter while a foreign thread adds a pending call.");
   m.def("main_interpreter_id", [] { return PyInterpreterState_GetID(PyInterpreterState_Main()); });
-  m.def("is_finalizing", &is_finalizing, "Py_IsFinalizing() (3.13+) or _Py_IsFinalizing() (3.10-3.12).");
-  m.def("is_initialized", [] { return Py_IsInitialized(); }, "Py_IsInitialized().");
-  m.def("set_marker_fd", &set_marker_fd, py::arg("fd"), "File descriptor the finalization markers write to.");
+  m.def("is_finalizing", &is_finalizing,
+        "Py_IsFinalizing() (3.13+) or _Py_IsFinalizing() (3.10-3.12).");
+  m.def(
+      "is_initialized", [] { return Py_IsInitialized(); }, "Py_IsInitialized().");
+  m.def("set_marker_fd", &set_marker_fd, py::arg("fd"),
+        "File descriptor the finalization markers write to.");
   m.def("add_marker_from_foreign", &add_marker_from_foreign, py::arg("tag"),
         "Add a marker pending call from a foreign thread; writes add:<tag>:<rc>.");
   m.def("add_marker_from_main", &add_marker_from_main, py::arg("tag"),
         "Add a marker pending call from this thread; writes add:<tag>:<rc>.");
-  m.def("arm_ll_exit", &arm_ll_exit, "Py_AtExit a callback writing ll_initialized=<Py_IsInitialized()>.");
+  m.def("arm_ll_exit", &arm_ll_exit,
+        "Py_AtExit a callback writing ll_initialized=<Py_IsInitialized()>.");
   m.def("arm_after_finalize", &arm_after_finalize,
-        "std::atexit a handler that adds a pending call from a foreign thread after Py_FinalizeEx returned.");
+        "std::atexit a handler that adds a pending call from a foreign thread after Py_FinalizeEx "
+        "returned.");
   register_probe_pep788(m);  // PEP 788 steps (3.15+; pep788_available() says)
 }
 

@@ -221,11 +221,11 @@ py::dict guard_while_main_holds_gil(double hold_ms) {
 // ------------------------------------------------------------ finalization child
 // Written by the child's threads, printed by the Py_AtExit callback (which
 // runs after every other step of Py_FinalizeEx) with write(2) to fd 1.
-std::atomic<double> g_atexit_end_ms{-1};   // the last Python atexit handler returned
-std::atomic<double> g_close_ms{-1};        // the holder closed its guard
-std::atomic<double> g_refused_ms{-1};      // the poller's first refusal
+std::atomic<double> g_atexit_end_ms{-1};  // the last Python atexit handler returned
+std::atomic<double> g_close_ms{-1};       // the holder closed its guard
+std::atomic<double> g_refused_ms{-1};     // the poller's first refusal
 std::atomic<int> g_refused_after_atexit{-1};
-std::atomic<int> g_ok_while_finalizing{0}; // a guard was held while Py_IsFinalizing()
+std::atomic<int> g_ok_while_finalizing{0};  // a guard was held while Py_IsFinalizing()
 std::atomic<int> g_poll_ok{0};
 std::atomic<int> g_add_rc{-99};
 std::atomic<double> g_add_ms{-1};
@@ -305,7 +305,8 @@ py::dict fin_arm(double hold_ms, double add_at_ms) {
       PyInterpreterGuard* g = PyInterpreterGuard_FromView(g_view);
       if (g == nullptr) {
         g_refused_ms.store(ms_now(), std::memory_order_relaxed);
-        g_refused_after_atexit.store(g_atexit_end_ms.load() >= 0 ? 1 : 0, std::memory_order_relaxed);
+        g_refused_after_atexit.store(g_atexit_end_ms.load() >= 0 ? 1 : 0,
+                                     std::memory_order_relaxed);
         return;
       }
       g_poll_ok.fetch_add(1, std::memory_order_relaxed);
@@ -328,8 +329,9 @@ namespace deferred_cleanup::bindings {
 /// Memory ordering: n/a.  Errors: pybind11 raises on binding failure.
 /// Source: Include/pystate.h "PEP 788" (v3.15.0rc1), Python/pystate.c.
 void register_probe_pep788(py::module_& m) {
-  m.def("pep788_available", [] { return DC_HAVE_PEP788 != 0; },
-        "True when built against CPython 3.15+ (PyInterpreterGuard exists).");
+  m.def(
+      "pep788_available", [] { return DC_HAVE_PEP788 != 0; },
+      "True when built against CPython 3.15+ (PyInterpreterGuard exists).");
 #if DC_HAVE_PEP788
   g_view = PyInterpreterView_FromMain();
   if (g_view == nullptr) throw py::error_already_set();
@@ -339,8 +341,9 @@ void register_probe_pep788(py::module_& m) {
         "FromView on a foreign thread while this thread keeps the GIL hold_ms (dict).");
   m.def("pep788_fin_arm", &fin_arm, py::arg("hold_ms"), py::arg("add_at_ms"),
         "Finalization child: holder and poller threads, Py_AtExit report (dict).");
-  m.def("pep788_atexit_end", [] { g_atexit_end_ms.store(ms_now()); },
-        "Mark the end of the last Python atexit handler.");
+  m.def(
+      "pep788_atexit_end", [] { g_atexit_end_ms.store(ms_now()); },
+      "Mark the end of the last Python atexit handler.");
 #endif
 }
 

@@ -111,7 +111,8 @@ void arm_gate_hold(py::object hold_ms) {
   g_hold.held = false;
   g_hold.until_release = hold_ms.is_none();
   g_hold.hold = std::chrono::milliseconds(hold_ms.is_none() ? 0 : hold_ms.cast<long>());
-  g_hold_armed.store(true, std::memory_order_release);  // pairs with test_hook_in_gate's acquire load
+  g_hold_armed.store(true,
+                     std::memory_order_release);  // pairs with test_hook_in_gate's acquire load
 }
 
 bool wait_gate_held(double timeout_s) {
@@ -133,10 +134,12 @@ void release_gate() {
 }  // namespace
 
 void test_hook_in_gate(const void*) {
-  if (!g_hold_armed.load(std::memory_order_acquire)) return;  // pairs with arm_gate_hold's release store
+  if (!g_hold_armed.load(std::memory_order_acquire))
+    return;  // pairs with arm_gate_hold's release store
   std::unique_lock<std::mutex> lk(g_hold.mu);
   if (!g_hold.armed) return;
-  g_hold_armed.store(false, std::memory_order_relaxed);  // under g_hold.mu; a hint for the fast path
+  g_hold_armed.store(false,
+                     std::memory_order_relaxed);  // under g_hold.mu; a hint for the fast path
   g_hold.armed = false;
   g_hold.held = true;
   g_hold.cv.notify_all();
@@ -178,20 +181,29 @@ int test_gate_hook_passes() {
 }
 
 void register_test_hooks(py::module_& m) {
-  m.def("_test_saturate", &test_saturate, py::arg("driver"), py::arg("threads") = 8, py::arg("max_fill") = 4096,
-        "_test_saturate(driver: SimulatedDriver, threads: int = 8, max_fill: int = 4096) -> dict\n\n"
-        "With the main thread kept in C++ (no pending call can run), fill CPython's pending-call ring from a "
-        "foreign thread (at most max_fill calls plus one that must be refused), then release the driver's held "
-        "destructor calls from `threads` threads and wait for them (30 s bound). Returns filled (int), "
-        "refused_rc (int), released (int), idle (bool), before and after (counter dicts).");
-  m.def("_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed); },
-        "_test_noop_runs() -> int\n\nHow many of _test_saturate's no-op pending calls have run.");
+  m.def(
+      "_test_saturate", &test_saturate, py::arg("driver"), py::arg("threads") = 8,
+      py::arg("max_fill") = 4096,
+      "_test_saturate(driver: SimulatedDriver, threads: int = 8, max_fill: int = 4096) -> dict\n\n"
+      "With the main thread kept in C++ (no pending call can run), fill CPython's pending-call "
+      "ring from a "
+      "foreign thread (at most max_fill calls plus one that must be refused), then release the "
+      "driver's held "
+      "destructor calls from `threads` threads and wait for them (30 s bound). Returns filled "
+      "(int), "
+      "refused_rc (int), released (int), idle (bool), before and after (counter dicts).");
+  m.def(
+      "_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed); },
+      "_test_noop_runs() -> int\n\nHow many of _test_saturate's no-op pending calls have run.");
   m.def("_test_arm_gate_hold", &arm_gate_hold, py::arg("hold_ms") = py::none(),
-        "_test_arm_gate_hold(hold_ms: int | None = None) -> None\n\nHold the next producer that reaches the "
-        "window before Py_AddPendingCall for hold_ms milliseconds, or (None) until _test_release_gate() or "
+        "_test_arm_gate_hold(hold_ms: int | None = None) -> None\n\nHold the next producer that "
+        "reaches the "
+        "window before Py_AddPendingCall for hold_ms milliseconds, or (None) until "
+        "_test_release_gate() or "
         "the Py_AtExit backstop releases it (20 s safety bound).");
   m.def("_test_wait_gate_held", &wait_gate_held, py::arg("timeout_s") = 10.0,
-        "_test_wait_gate_held(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until a producer is "
+        "_test_wait_gate_held(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until a "
+        "producer is "
         "held in the window; False on timeout.");
   m.def("_test_release_gate", &release_gate,
         "_test_release_gate() -> None\n\nRelease a producer held by _test_arm_gate_hold.");
@@ -205,8 +217,10 @@ void register_test_hooks(py::module_& m) {
         if (n > 0) install_lose_call_hook();
       },
       py::arg("n"),
-      "_test_lose_calls(n: int) -> None\n\nThe next n pending calls are lost: the host reports them "
-      "accepted and drops them, as CPython 3.10/3.11 lose a call added while a subinterpreter holds the GIL.");
+      "_test_lose_calls(n: int) -> None\n\nThe next n pending calls are lost: the host reports "
+      "them "
+      "accepted and drops them, as CPython 3.10/3.11 lose a call added while a subinterpreter "
+      "holds the GIL.");
 }
 
 }  // namespace deferred_cleanup::host

@@ -273,14 +273,16 @@ void timed_batches(benchmark::State& state, Op op, Reset reset) {
 }
 
 void BM_ClockPair(benchmark::State& state) {
-  timed_batches(state, [](int) {}, [] {});
+  timed_batches(
+      state, [](int) {}, [] {});
 }
 
 void BM_Batch16Treiber(benchmark::State& state) {
   std::vector<Item> items(kBatch);
   init_items(items);
   Treiber q;
-  timed_batches(state, [&](int k) { q.push(&items[k]); }, [&] { q.reset(); });
+  timed_batches(
+      state, [&](int k) { q.push(&items[k]); }, [&] { q.reset(); });
 }
 
 /// The destructor path when no pending call is outstanding: 16 queues, one
@@ -420,7 +422,8 @@ void BM_DrainFloor(benchmark::State& state) {
 // the throughput is items per second of wall time, however the T threads are
 // spread over the cores.  Thread creation and the drain are not timed.
 std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
 }
 
 struct TreiberShape {
@@ -470,7 +473,8 @@ void BM_Producers(benchmark::State& state) {
           for (Item& it : items[t]) shape.push(&it);
           const std::int64_t end = now_ns();
           std::int64_t seen = last_end.load(std::memory_order_relaxed);
-          while (seen < end && !last_end.compare_exchange_weak(seen, end, std::memory_order_relaxed)) {
+          while (seen < end &&
+                 !last_end.compare_exchange_weak(seen, end, std::memory_order_relaxed)) {
           }
         });
       }
@@ -507,8 +511,7 @@ void register_variant() {
                   ->Unit(benchmark::kMicrosecond);
     if (!g_smoke) b->Iterations(n >= 10000000 ? 3 : n >= 100000 ? 100 : 3000);
   }
-  benchmark::RegisterBenchmark(row("mt/destructor/" + v).c_str(),
-                               &BM_Producers<DestructorShape<V>>)
+  benchmark::RegisterBenchmark(row("mt/destructor/" + v).c_str(), &BM_Producers<DestructorShape<V>>)
       ->ArgName("threads")
       ->ArgsProduct({kThreadCounts})
       ->UseManualTime()
@@ -522,7 +525,8 @@ void register_all() {
                     ->Arg(31)
                     ->Arg(32);
   if (g_smoke) naive->Iterations(2000);  // two bursts of 1000
-  benchmark::RegisterBenchmark(row("clock/steady_clock_pair").c_str(), &BM_ClockPair)->UseManualTime();
+  benchmark::RegisterBenchmark(row("clock/steady_clock_pair").c_str(), &BM_ClockPair)
+      ->UseManualTime();
   benchmark::RegisterBenchmark(row("batch16/floor/treiber_push").c_str(), &BM_Batch16Treiber)
       ->UseManualTime();
   benchmark::RegisterBenchmark(row("batch16/mutex_vector/none").c_str(), &BM_Batch16MutexVectorNone)
@@ -544,8 +548,12 @@ void register_all() {
   }
   for (auto* b :
        {benchmark::RegisterBenchmark(row("mt/treiber_push").c_str(), &BM_Producers<TreiberShape>),
-        benchmark::RegisterBenchmark(row("mt/mutex_vector").c_str(), &BM_Producers<MutexVectorShape>)}) {
-    b->ArgName("threads")->ArgsProduct({kThreadCounts})->UseManualTime()->Iterations(g_smoke ? 1 : 15);
+        benchmark::RegisterBenchmark(row("mt/mutex_vector").c_str(),
+                                     &BM_Producers<MutexVectorShape>)}) {
+    b->ArgName("threads")
+        ->ArgsProduct({kThreadCounts})
+        ->UseManualTime()
+        ->Iterations(g_smoke ? 1 : 15);
   }
 }
 

@@ -12,6 +12,7 @@ percentile of ``--slow`` bursts), a big burst (payloads, pending calls,
 seconds) and the guards taken per host call (the guard's allocations: one
 ``PyMem_RawMalloc`` per guard, Python/pystate.c v3.15.0rc1).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,9 @@ def main(argv: list[str]) -> int:
     :param argv: command-line arguments (list[str]).
     :returns: 0.  Raises TimeoutError when a burst does not release every payload.
     """
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--slow", type=int, default=300, help="slow-path bursts (int)")
     ap.add_argument("--payloads", type=int, default=200_000, help="payloads of the big burst (int)")
     a = ap.parse_args(argv)
@@ -46,15 +49,28 @@ def main(argv: list[str]) -> int:
     c1 = dc.counters()
     attempts = c1["schedule_attempts"] - c0["schedule_attempts"]
     taken = g1["taken"] - g0["taken"]
-    print(json.dumps({
-        "python": sys.version.split()[0], "variant": dc.variant(), "guard": g1["mode"],
-        "slow_bursts": a.slow, "slow_pending_calls": sum(r["pending_calls"] for r in slow),
-        "slow_median_us": statistics.median(secs) * 1e6, "slow_p90_us": secs[int(0.9 * (len(secs) - 1))] * 1e6,
-        "big_payloads": big["payloads"], "big_pending_calls": big["pending_calls"], "big_seconds": big["seconds"],
-        "host_calls": attempts, "guards_taken": taken, "guards_refused": g1["refused"] - g0["refused"],
-        "guard_allocs_per_host_call": (taken / attempts) if attempts else None,
-        "cleaned": c1["cleaned"] - c0["cleaned"], "cleanups_off_main": c1.get("cleanups_off_main", 0),
-    }))
+    print(
+        json.dumps(
+            {
+                "python": sys.version.split()[0],
+                "variant": dc.variant(),
+                "guard": g1["mode"],
+                "slow_bursts": a.slow,
+                "slow_pending_calls": sum(r["pending_calls"] for r in slow),
+                "slow_median_us": statistics.median(secs) * 1e6,
+                "slow_p90_us": secs[int(0.9 * (len(secs) - 1))] * 1e6,
+                "big_payloads": big["payloads"],
+                "big_pending_calls": big["pending_calls"],
+                "big_seconds": big["seconds"],
+                "host_calls": attempts,
+                "guards_taken": taken,
+                "guards_refused": g1["refused"] - g0["refused"],
+                "guard_allocs_per_host_call": (taken / attempts) if attempts else None,
+                "cleaned": c1["cleaned"] - c0["cleaned"],
+                "cleanups_off_main": c1.get("cleanups_off_main", 0),
+            }
+        )
+    )
     return 0
 
 

@@ -102,7 +102,9 @@ inline Ring g_ring;
 
 /// Host callbacks over g_ring.
 inline int ring_add_pending_call(RingFn fn, void* arg) { return g_ring.add(fn, arg); }
-inline bool ring_is_main_thread() { return false; }  // producers in the benchmarks are driver threads
+inline bool ring_is_main_thread() {
+  return false;
+}  // producers in the benchmarks are driver threads
 inline std::int64_t ring_now_ns() {  // the host clock (CPython's host uses the steady clock too)
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())

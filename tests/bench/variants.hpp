@@ -40,7 +40,9 @@ struct PolicyVariant {
   static constexpr const char* name = Name;
   using Queue = core::BasicQueue<Policy>;
   static std::unique_ptr<Queue> make() { return std::make_unique<Queue>(ring_host()); }
-  static void destroyed(Queue& q, core::DeferredCleanupItem* item) { core::on_user_object_destroyed(q, item); }
+  static void destroyed(Queue& q, core::DeferredCleanupItem* item) {
+    core::on_user_object_destroyed(q, item);
+  }
   /// The pending call the host would run for the current claim.  The
   /// reference's argument is a call token (queue.hpp, CallToken) carrying
   /// the claim's sequence number; the comparison variants take the queue.

@@ -60,8 +60,7 @@ TYPED_TEST(Core, ManyCallbacksMakeOnePendingCall) {
   Items it(100);  // more than CPython's 32-slot ring
   EXPECT_EQ(dc::on_user_object_destroyed(q, &it.items[0]), dc::ScheduleResult::scheduled);
   for (std::size_t i = 1; i < it.items.size(); ++i) {
-    EXPECT_EQ(dc::on_user_object_destroyed(q, &it.items[i]),
-              dc::ScheduleResult::already_scheduled);
+    EXPECT_EQ(dc::on_user_object_destroyed(q, &it.items[i]), dc::ScheduleResult::already_scheduled);
   }
   auto c = dc_test::counters();
   EXPECT_EQ(c.added, 1u);
@@ -359,8 +358,8 @@ TYPED_TEST(Core, BackstopCountsWithoutTaking) {
   for (auto& item : it.items) q.push(&item);
   EXPECT_EQ(dc::backstop_at_exit(q), 3u);
   EXPECT_EQ(q.stats.leaked_at_shutdown.load(), 3u);
-  EXPECT_EQ(it.cleaned_once(), 0u);  // counted, not cleaned
-  EXPECT_EQ(q.count_queued(), 3u);   // and not taken
+  EXPECT_EQ(it.cleaned_once(), 0u);       // counted, not cleaned
+  EXPECT_EQ(q.count_queued(), 3u);        // and not taken
   ASSERT_EQ(q.take_all(), &it.items[0]);  // the list is intact, in push order
   EXPECT_EQ(it.items[0].next, &it.items[1]);
   EXPECT_EQ(it.items[1].next, &it.items[2]);
@@ -443,8 +442,7 @@ TYPED_TEST(Comparison, LostCallIsNeverRecovered) {
   EXPECT_EQ(dc_test::counters().lost, 1u);
   for (std::size_t i = 1; i < it.items.size(); ++i) {
     dc_test::advance_clock(10'000'000'000);  // ten seconds each: no clock is asked anyway
-    EXPECT_EQ(dc::on_user_object_destroyed(q, &it.items[i]),
-              dc::ScheduleResult::already_scheduled);
+    EXPECT_EQ(dc::on_user_object_destroyed(q, &it.items[i]), dc::ScheduleResult::already_scheduled);
     EXPECT_EQ(dc::drain_at_entry(q), dc::EntryAction::rescheduled);
   }
   EXPECT_EQ(dc_test::run_all(), 0u);
@@ -544,8 +542,7 @@ TEST_F(Rearm, SlowCallIsReArmedOnceNeverMoreThanTwoOutstanding) {
   // However long it stays slow, and whoever looks, no third call.
   for (int k = 0; k < 5; ++k) {
     dc_test::advance_clock(10 * kBound);
-    EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(k)),
-              dc::ScheduleResult::already_scheduled);
+    EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(k)), dc::ScheduleResult::already_scheduled);
     std::thread again([&] { r = dc::retry_schedule(q_); });
     again.join();
     EXPECT_EQ(r, dc::ScheduleResult::already_scheduled);
@@ -606,7 +603,8 @@ TEST_F(Rearm, SupersededCallDrainsButDoesNotClearTheClaim) {
   // call's, so scheduled_ stays set and no producer adds a third call.
   EXPECT_TRUE(dc_test::run_one());
   EXPECT_EQ(cleaned(), 2u);
-  EXPECT_TRUE(q_.scheduled_snapshot()) << "a superseded call cleared the claim of the call after it";
+  EXPECT_TRUE(q_.scheduled_snapshot())
+      << "a superseded call cleared the claim of the call after it";
   EXPECT_EQ(q_.rearm.superseded(), 0u);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(1)), dc::ScheduleResult::already_scheduled);
   EXPECT_EQ(dc_test::counters().added, 2u);
@@ -966,7 +964,7 @@ TEST(Shutdown, GateBoundExpiresAndIsCounted) {
   producer.join();
   dc_test::set_in_gate_hook(nullptr);
   EXPECT_EQ(it.hits[0], 1);  // the item was pushed before the gate: the final drain took it
-  q.mark_host_dead();  // step 4, the host's: CPython set its finalizing flag
+  q.mark_host_dead();        // step 4, the host's: CPython set its finalizing flag
   EXPECT_EQ(dc_test::run_all(), 1u);  // the late pending call runs as a no-op: host dead
   EXPECT_EQ(q.stats.pending_calls_ignored.load(), 1u);
   EXPECT_EQ(it.hits[0], 1);

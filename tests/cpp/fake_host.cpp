@@ -84,9 +84,8 @@ int fake_add_pending_call(dc::PendingCallFn fn, void* arg) {
     ++s.c.lost;  // accepted, then lost: it never runs
     return 0;
   }
-  if (s.lose_next > 0 ||
-      (s.lose_per_million != 0 &&
-       std::uniform_int_distribution<std::uint32_t>(0, 999999)(s.rng) < s.lose_per_million)) {
+  if (s.lose_next > 0 || (s.lose_per_million != 0 && std::uniform_int_distribution<std::uint32_t>(
+                                                         0, 999999)(s.rng) < s.lose_per_million)) {
     if (s.lose_next > 0) --s.lose_next;
     ++s.c.lost;  // accepted, then lost: it never runs
     return 0;

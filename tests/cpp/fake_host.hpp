@@ -101,18 +101,18 @@ void close_host();
 
 /// Counters kept by the fake (snapshot).
 struct HostCounters {
-  std::uint64_t added = 0;            ///< accepted add_pending_call (lost ones included)
-  std::uint64_t lost = 0;             ///< of those, lost (never queued, never run)
-  std::uint64_t refused_full = 0;     ///< refused because the ring was full
-  std::uint64_t refused_random = 0;   ///< refused at random
-  std::uint64_t after_close = 0;      ///< calls after close_host()
-  std::uint64_t ran = 0;              ///< pending calls run
+  std::uint64_t added = 0;                 ///< accepted add_pending_call (lost ones included)
+  std::uint64_t lost = 0;                  ///< of those, lost (never queued, never run)
+  std::uint64_t refused_full = 0;          ///< refused because the ring was full
+  std::uint64_t refused_random = 0;        ///< refused at random
+  std::uint64_t after_close = 0;           ///< calls after close_host()
+  std::uint64_t ran = 0;                   ///< pending calls run
   std::uint64_t max_ours_outstanding = 0;  ///< most of the queue's calls in the ring at once
   std::uint64_t ours_outstanding = 0;      ///< the queue's calls in the ring now
   /// Most of the queue's calls at once that were accepted after the newest
   /// of them that ran (lost ones included).
   std::uint64_t max_ours_unresolved = 0;
-  std::size_t queued = 0;             ///< entries in the ring now
+  std::size_t queued = 0;  ///< entries in the ring now
 };
 HostCounters counters();
 

@@ -139,12 +139,12 @@ inline void skews(std::uint64_t i, unsigned& s, unsigned& p) {
 struct Result {
   const char* policy = "";
   std::uint64_t iterations = 0;
-  std::uint64_t witnesses = 0;        // shutdown read 0 and the producer entered
+  std::uint64_t witnesses = 0;         // shutdown read 0 and the producer entered
   std::uint64_t first_witness_at = 0;  // 1-based; 0 if none
-  std::uint64_t shutdown_first = 0;   // read 0, producer turned back (saw closed)
-  std::uint64_t producer_first = 0;   // read 1, producer entered
-  std::uint64_t both_saw = 0;         // read 1, producer turned back
-  std::uint64_t impossible = 0;       // read > 1, or in_flight_ != 0 after the iteration
+  std::uint64_t shutdown_first = 0;    // read 0, producer turned back (saw closed)
+  std::uint64_t producer_first = 0;    // read 1, producer entered
+  std::uint64_t both_saw = 0;          // read 1, producer turned back
+  std::uint64_t impossible = 0;        // read > 1, or in_flight_ != 0 after the iteration
   double seconds = 0;
   bool pinned = false;
 };
@@ -166,10 +166,10 @@ Result run(std::uint64_t iterations, bool stop_at_first, bool want_pin, int cpu_
   std::atomic<Q*> slot[2] = {nullptr, nullptr};
   std::vector<std::uint32_t> seen(kBatch);    // shutdown's in_flight() read
   std::vector<std::uint8_t> entered(kBatch);  // producer's gate_enter() result
-  Flag arrive_s, arrive_p;  // the barrier: the iteration each side reached
-  Flag finished_p;          // the last iteration the producer completed
-  Flag read_s;              // the last iteration whose in_flight() read was made
-  Flag limit;               // the producer may run iterations up to this
+  Flag arrive_s, arrive_p;                    // the barrier: the iteration each side reached
+  Flag finished_p;                            // the last iteration the producer completed
+  Flag read_s;                                // the last iteration whose in_flight() read was made
+  Flag limit;                                 // the producer may run iterations up to this
   std::atomic<bool> stop{false};
 
   std::thread producer([&] {
@@ -301,14 +301,15 @@ int main(int argc, char** argv) {
 
   bool bad = false;
   for (const Result& r : results) {
-    std::printf("gate-sb: policy=%s iterations=%llu witnesses=%llu rate=%.3g seconds=%.2f "
-                "first_witness_at=%llu pinned=%s shutdown_first=%llu producer_first=%llu "
-                "both_saw=%llu impossible=%llu\n",
-                r.policy, (unsigned long long)r.iterations, (unsigned long long)r.witnesses,
-                r.iterations ? double(r.witnesses) / double(r.iterations) : 0.0, r.seconds,
-                (unsigned long long)r.first_witness_at, r.pinned ? "yes" : "no",
-                (unsigned long long)r.shutdown_first, (unsigned long long)r.producer_first,
-                (unsigned long long)r.both_saw, (unsigned long long)r.impossible);
+    std::printf(
+        "gate-sb: policy=%s iterations=%llu witnesses=%llu rate=%.3g seconds=%.2f "
+        "first_witness_at=%llu pinned=%s shutdown_first=%llu producer_first=%llu "
+        "both_saw=%llu impossible=%llu\n",
+        r.policy, (unsigned long long)r.iterations, (unsigned long long)r.witnesses,
+        r.iterations ? double(r.witnesses) / double(r.iterations) : 0.0, r.seconds,
+        (unsigned long long)r.first_witness_at, r.pinned ? "yes" : "no",
+        (unsigned long long)r.shutdown_first, (unsigned long long)r.producer_first,
+        (unsigned long long)r.both_saw, (unsigned long long)r.impossible);
     bad = bad || r.impossible;
   }
   std::fflush(stdout);

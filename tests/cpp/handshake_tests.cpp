@@ -221,7 +221,8 @@ template <class P>
 void start_producer_and_join(void* p) noexcept {
   auto* c = static_cast<DuringDrain<P>*>(p);
   ++c->hits;
-  std::thread producer([c] { c->producer_result = dc::on_user_object_destroyed(*c->q, c->second); });
+  std::thread producer(
+      [c] { c->producer_result = dc::on_user_object_destroyed(*c->q, c->second); });
   producer.join();
 }
 
@@ -351,11 +352,12 @@ TYPED_TEST(Handshake, RacingPushAtTheEndOfADrain) {
     }
     twice += (round.first_hits > 1) + (second_hits > 1) + (third_hits > 1);
   }
-  std::printf("[handshake] %s racing push at the end of a drain: %u rounds, %u stranded "
-              "(recovered by the next wakeup: %u), %u raced; of those the push was taken by that "
-              "drain in %u, by a later call in %u; the producer scheduled in %u\n",
-              TypeParam::name, ran, stranded, recovered, raced, before_last_take, after_last_take,
-              producer_scheduled);
+  std::printf(
+      "[handshake] %s racing push at the end of a drain: %u rounds, %u stranded "
+      "(recovered by the next wakeup: %u), %u raced; of those the push was taken by that "
+      "drain in %u, by a later call in %u; the producer scheduled in %u\n",
+      TypeParam::name, ran, stranded, recovered, raced, before_last_take, after_last_take,
+      producer_scheduled);
   EXPECT_GT(ran, 0u);
   EXPECT_EQ(twice, 0u);
   EXPECT_EQ(recovered, stranded);

@@ -76,7 +76,7 @@ std::atomic<void*> g_arg{nullptr};
 std::atomic<bool> g_busy{false};     // the consumer is inside a pending call or a drain
 std::atomic<bool> g_recover{false};  // the producer asks the consumer for a drain
 std::atomic<bool> g_stop{false};
-std::thread::id g_consumer_id;       // written before the consumer starts
+std::thread::id g_consumer_id;  // written before the consumer starts
 
 int poll_add_pending_call(dc::PendingCallFn fn, void* arg) {
   g_fn.store(fn, std::memory_order_relaxed);
@@ -286,14 +286,15 @@ int main(int argc, char** argv) {
 
   bool bad = false;
   for (const Result& r : results) {
-    std::printf("lost-wakeup: variant=%s iterations=%llu lost=%llu rate=%.3g seconds=%.2f "
-                "first_lost_at=%llu pinned=%s double_clean=%llu off_thread=%llu "
-                "max_outstanding=%d stuck_scheduled=%llu\n",
-                r.variant, (unsigned long long)r.iterations, (unsigned long long)r.lost,
-                r.iterations ? double(r.lost) / double(r.iterations) : 0.0, r.seconds,
-                (unsigned long long)r.first_lost_at, r.pinned ? "yes" : "no",
-                (unsigned long long)r.double_clean, (unsigned long long)r.off_thread, r.max_calls,
-                (unsigned long long)r.stuck_scheduled);
+    std::printf(
+        "lost-wakeup: variant=%s iterations=%llu lost=%llu rate=%.3g seconds=%.2f "
+        "first_lost_at=%llu pinned=%s double_clean=%llu off_thread=%llu "
+        "max_outstanding=%d stuck_scheduled=%llu\n",
+        r.variant, (unsigned long long)r.iterations, (unsigned long long)r.lost,
+        r.iterations ? double(r.lost) / double(r.iterations) : 0.0, r.seconds,
+        (unsigned long long)r.first_lost_at, r.pinned ? "yes" : "no",
+        (unsigned long long)r.double_clean, (unsigned long long)r.off_thread, r.max_calls,
+        (unsigned long long)r.stuck_scheduled);
     bad = bad || r.double_clean || r.off_thread || r.max_calls > 1 || r.stuck_scheduled;
   }
   std::fflush(stdout);

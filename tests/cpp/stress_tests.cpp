@@ -55,7 +55,8 @@ std::atomic<std::uint64_t> g_off_thread{0};
 
 void count_on_consumer(void* payload) noexcept {
   if (std::this_thread::get_id() != g_consumer) {
-    g_off_thread.fetch_add(1, std::memory_order_relaxed);  // counted, then the byte races: TSan says so
+    g_off_thread.fetch_add(
+        1, std::memory_order_relaxed);  // counted, then the byte races: TSan says so
   }
   ++*static_cast<unsigned char*>(payload);
 }
@@ -65,16 +66,16 @@ struct StressConfig {
   std::size_t capacity = 32;
   unsigned entry_every = 0;  // 0: no entry points, only pending calls drain
   bool foreign = false;
-  std::uint32_t lose_ppm = 0;        // lost calls (reference re-arm test)
-  unsigned lose_first = 0;           // lose the first N accepted calls, whatever the run's length
-  std::int64_t stale_bound_ns = 0;   // > 0: real clock and this stale bound
+  std::uint32_t lose_ppm = 0;       // lost calls (reference re-arm test)
+  unsigned lose_first = 0;          // lose the first N accepted calls, whatever the run's length
+  std::int64_t stale_bound_ns = 0;  // > 0: real clock and this stale bound
 };
 
 struct StressResult {
   std::uint64_t total = 0;
   std::uint64_t once = 0;
   std::uint64_t twice = 0;
-  std::uint64_t missing = 0;            // not cleaned when the consumer stopped
+  std::uint64_t missing = 0;               // not cleaned when the consumer stopped
   std::uint64_t missing_after_wakeup = 0;  // still not cleaned after one more wakeup
   std::uint64_t off_thread = 0;
   std::uint64_t rearms = 0;
@@ -218,22 +219,24 @@ StressResult stress(const StressConfig& cfg) {
 // Fewest pending calls that show the scheduled_ handshake ran often: one per
 // 20000 items, at least 10.  Measured: 3.7k-200k per 8*10^6 items, by
 // build and load (see the Verification page).
-std::uint64_t handshake_floor(std::uint64_t total) { return total / 20000 > 10 ? total / 20000 : 10; }
+std::uint64_t handshake_floor(std::uint64_t total) {
+  return total / 20000 > 10 ? total / 20000 : 10;
+}
 
 void report(const char* variant, const char* what, const StressResult& r) {
   const auto& c = r.host;
-  std::printf("[stress] %s, %s: items=%llu once=%llu twice=%llu missing=%llu "
-              "missing_after_next_wakeup=%llu off_thread=%llu pending_calls_added=%llu lost=%llu "
-              "rearms=%llu (main thread past the bound %llu) refused_full=%llu refused_random=%llu "
-              "max_outstanding=%llu max_unresolved=%llu %.2fs\n",
-              variant, what, (unsigned long long)r.total, (unsigned long long)r.once,
-              (unsigned long long)r.twice, (unsigned long long)r.missing,
-              (unsigned long long)r.missing_after_wakeup, (unsigned long long)r.off_thread,
-              (unsigned long long)c.added, (unsigned long long)c.lost,
-              (unsigned long long)r.rearms, (unsigned long long)r.main_rearms,
-              (unsigned long long)c.refused_full,
-              (unsigned long long)c.refused_random, (unsigned long long)c.max_ours_outstanding,
-              (unsigned long long)c.max_ours_unresolved, r.seconds);
+  std::printf(
+      "[stress] %s, %s: items=%llu once=%llu twice=%llu missing=%llu "
+      "missing_after_next_wakeup=%llu off_thread=%llu pending_calls_added=%llu lost=%llu "
+      "rearms=%llu (main thread past the bound %llu) refused_full=%llu refused_random=%llu "
+      "max_outstanding=%llu max_unresolved=%llu %.2fs\n",
+      variant, what, (unsigned long long)r.total, (unsigned long long)r.once,
+      (unsigned long long)r.twice, (unsigned long long)r.missing,
+      (unsigned long long)r.missing_after_wakeup, (unsigned long long)r.off_thread,
+      (unsigned long long)c.added, (unsigned long long)c.lost, (unsigned long long)r.rearms,
+      (unsigned long long)r.main_rearms, (unsigned long long)c.refused_full,
+      (unsigned long long)c.refused_random, (unsigned long long)c.max_ours_outstanding,
+      (unsigned long long)c.max_ours_unresolved, r.seconds);
 }
 
 template <class P>
@@ -256,8 +259,10 @@ TYPED_TEST(Stress, RandomRefusalsAndEntryPoints) {
     EXPECT_EQ(r.once, r.total);
     EXPECT_EQ(r.missing, 0u);
   }
-  EXPECT_GT(r.host.refused_random, 0u) << "no random refusal happened: the test did not test retries";
-  EXPECT_GT(r.host.refused_full, 0u) << "the ring was never full: the test did not test a full ring";
+  EXPECT_GT(r.host.refused_random, 0u)
+      << "no random refusal happened: the test did not test retries";
+  EXPECT_GT(r.host.refused_full, 0u)
+      << "the ring was never full: the test did not test a full ring";
   EXPECT_GE(r.host.added, handshake_floor(r.total))
       << "few pending calls: the scheduled_ handshake hardly ran";
 }
@@ -295,7 +300,7 @@ TEST(StressReference, LostCallsAreReArmedAtMostThreeOutstanding) {
   cfg.capacity = 8;
   cfg.entry_every = 64;
   cfg.lose_ppm = 20000;
-  cfg.lose_first = 1;  // short runs make few calls: lose the first one for sure
+  cfg.lose_first = 1;            // short runs make few calls: lose the first one for sure
   cfg.stale_bound_ns = 200'000;  // 0.2 ms
   const StressResult r = stress<dc::ReferencePolicy>(cfg);
   report("reference", "lost calls, re-arm", r);

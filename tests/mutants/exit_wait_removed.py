@@ -1,4 +1,5 @@
 """The exit sequence no longer waits for destructors that are still due."""
+
 FILE = "reference/src/exit.cpp"
 FIND = """\
     if (destructors_due() == 0 && q.empty_snapshot()) break;

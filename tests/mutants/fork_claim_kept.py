@@ -1,4 +1,5 @@
 """A fork() child keeps the parent's claim (scheduled_ not reset)."""
+
 FILE = "reference/include/deferred_cleanup/queue.hpp"
 FIND = """\
     scheduled_.store(false, std::memory_order_relaxed);
@@ -8,7 +9,9 @@ REPLACE = """\
     // MUTANT: the parent's claim stays: the child's handler cannot schedule
     rearm.reset_after_fork();  // re-arming: no record or stale clock survives in the child
 """
-PROPERTY = ("items queued in the parent at fork() are cleaned in the child by a pending call, "
-            "with no new payload and no entry point there (every call record reset in the child)")
+PROPERTY = (
+    "items queued in the parent at fork() are cleaned in the child by a pending call, "
+    "with no new payload and no entry point there (every call record reset in the child)"
+)
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_fork.py -k queued_at_fork"]
 KILLING_TESTS = ["test_child_cleans_items_queued_at_fork_without_new_payloads"]

@@ -1,4 +1,5 @@
 """An entry point inside a cleanup raises the saved KeyboardInterrupt/SystemExit there."""
+
 FILE = "reference/src/host.cpp"
 FIND = """\
   if (g_cleanup_depth > 0) return;  // inside a cleanup: the outermost drain raises it
@@ -6,7 +7,9 @@ FIND = """\
 REPLACE = """\
   // MUTANT: an entry point inside a cleanup delivers the saved interrupt to that cleanup
 """
-PROPERTY = ("the first KeyboardInterrupt/SystemExit of a drain is raised where the outermost drain "
-            "was entered, never inside a later cleanup (the interrupt rule, docs/caveats.rst)")
+PROPERTY = (
+    "the first KeyboardInterrupt/SystemExit of a drain is raised where the outermost drain "
+    "was entered, never inside a later cleanup (the interrupt rule, docs/caveats.rst)"
+)
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_interrupt.py"]
 KILLING_TESTS = ["test_an_entry_point_inside_a_cleanup_does_not_take_the_interrupt"]

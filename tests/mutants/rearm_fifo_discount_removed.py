@@ -1,4 +1,5 @@
 """The claim's call no longer frees the right to supersede when it runs (lost calls count for ever)."""
+
 FILE = "reference/include/deferred_cleanup/rearm_state.hpp"
 FIND = """\
     if (s != 0 && seq >= s) {

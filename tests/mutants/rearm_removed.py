@@ -1,4 +1,5 @@
 """A stale claim is never re-armed."""
+
 FILE = "reference/include/deferred_cleanup/rearm.hpp"
 FIND = """\
   static_assert(P::rearm, "only the reference re-arms");

@@ -1,4 +1,5 @@
 """A call superseded by a re-arm clears scheduled_ as if it were the claim's call."""
+
 FILE = "reference/include/deferred_cleanup/drain.hpp"
 FIND = """\
     if (current) {

@@ -1,4 +1,5 @@
 """A running call reads the superseded record before it moves the claim (the old order)."""
+
 FILE = "reference/include/deferred_cleanup/rearm_state.hpp"
 FIND = """\
     const bool claims = move_claim_seq(seq, 0);

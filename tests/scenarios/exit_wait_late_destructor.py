@@ -7,6 +7,7 @@ that releases them DELAY_S seconds after the main thread's last line (the
 exit sequence then runs; a daemon thread is not joined).  Prints, as its last
 line, {"created": N, "held": ..., "settings": settings()}.
 """
+
 import json
 import sys
 import threading

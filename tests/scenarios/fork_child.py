@@ -18,6 +18,7 @@ is called; RESULT gets {"released", "on_child_main", "drain_now",
 "released_by_pending_call"} (released in the first second, with no entry
 point: only a pending call can have done it).  The parent prints {"child_rc", "child_s"}.
 """
+
 import json
 import os
 import sys
@@ -70,10 +71,16 @@ def child_work():
     # would stay counted for good; so the gate is read once everything is idle.
     driver.wait_idle(5)
     after = dc.counters()
-    out = {"released": len(rec), "on_child_main": all(t == me for t in rec), "drain_now": dn,
-           "in_flight": after["in_flight"], "scheduled_before": before["scheduled"], "stuck": stuck,
-           "drain_cycles": after["drain_cycles"] - before["drain_cycles"],
-           "released_by_pending_call": by_pending_call}
+    out = {
+        "released": len(rec),
+        "on_child_main": all(t == me for t in rec),
+        "drain_now": dn,
+        "in_flight": after["in_flight"],
+        "scheduled_before": before["scheduled"],
+        "stuck": stuck,
+        "drain_cycles": after["drain_cycles"] - before["drain_cycles"],
+        "released_by_pending_call": by_pending_call,
+    }
     with open(path, "w") as f:
         json.dump(out, f)
 
@@ -142,6 +149,7 @@ elif mode in ("worker-during-drain", "worker"):
         t.start()
         t.join()
     else:
+
         def fin(i):
             if i == 0:
                 threading.Thread(target=forker).start()

@@ -18,6 +18,7 @@ worker saw it within the bound), ``poll_s`` (seconds the worker polled),
 ``release_s`` (seconds from the driver's release to the finalizer, or None),
 ``release_thread`` (``"main"``, ``"worker"`` or ``"other"``).
 """
+
 from __future__ import annotations
 
 import json
@@ -80,10 +81,18 @@ def main(mode: str, bound_s: float) -> dict:
             break
         time.sleep(0.01)
     th = done.get("thread")
-    return {"mode": mode, "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: None)(),
-            "released": seen["released"], "poll_s": round(seen["poll_s"], 4),
-            "release_s": round(done["t"] - seen["t_release"], 4) if "t" in done else None,
-            "release_thread": "main" if th == main_ident else "worker" if th == seen["ident"] else "other"}
+    return {
+        "mode": mode,
+        "gil_enabled": getattr(sys, "_is_gil_enabled", lambda: None)(),
+        "released": seen["released"],
+        "poll_s": round(seen["poll_s"], 4),
+        "release_s": round(done["t"] - seen["t_release"], 4) if "t" in done else None,
+        "release_thread": "main"
+        if th == main_ident
+        else "worker"
+        if th == seen["ident"]
+        else "other",
+    }
 
 
 if __name__ == "__main__":

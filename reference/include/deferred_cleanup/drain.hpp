@@ -183,7 +183,7 @@ int pending_call(void* arg) noexcept {
     while (DeferredCleanupItem* list = q.take_all()) {
       run_list(q, list);
     }
-    q.clear();  // after the take loop: release store
+    q.clear();          // after the take loop: release store
     if (q.recheck()) {  // acquire load; may read an old head_ (store buffering)
       schedule(q);
     }

@@ -105,17 +105,17 @@ struct Settings {
 /// Errors: none.
 /// Source: this project (docs: "Troubleshooting" reads them).
 struct Stats {
-  std::atomic<std::uint64_t> created{0};             ///< items allocated (user objects attempted)
-  std::atomic<std::uint64_t> cleaned{0};             ///< cleanups run (drains + direct cleanups)
-  std::atomic<std::uint64_t> direct_cleanups{0};     ///< cleanups of never-created user objects
-  std::atomic<std::uint64_t> schedule_attempts{0};   ///< host add_pending_call calls made
-  std::atomic<std::uint64_t> schedule_failures{0};   ///< of those, refused (returned -1)
-  std::atomic<std::uint64_t> pending_calls{0};       ///< of those, accepted (returned 0)
-  std::atomic<std::uint64_t> drain_cycles{0};        ///< pending calls that ran a drain
+  std::atomic<std::uint64_t> created{0};            ///< items allocated (user objects attempted)
+  std::atomic<std::uint64_t> cleaned{0};            ///< cleanups run (drains + direct cleanups)
+  std::atomic<std::uint64_t> direct_cleanups{0};    ///< cleanups of never-created user objects
+  std::atomic<std::uint64_t> schedule_attempts{0};  ///< host add_pending_call calls made
+  std::atomic<std::uint64_t> schedule_failures{0};  ///< of those, refused (returned -1)
+  std::atomic<std::uint64_t> pending_calls{0};      ///< of those, accepted (returned 0)
+  std::atomic<std::uint64_t> drain_cycles{0};       ///< pending calls that ran a drain
   std::atomic<std::uint64_t> pending_calls_ignored{0};  ///< pending calls that found the host dead
-  std::atomic<std::uint64_t> direct_drains{0};       ///< drains run directly at an entry point
-  std::atomic<std::uint64_t> retries{0};             ///< scheduling retries from entry points
-  std::atomic<std::uint64_t> rearms{0};              ///< stale claims re-armed (extra pending call)
+  std::atomic<std::uint64_t> direct_drains{0};          ///< drains run directly at an entry point
+  std::atomic<std::uint64_t> retries{0};                ///< scheduling retries from entry points
+  std::atomic<std::uint64_t> rearms{0};       ///< stale claims re-armed (extra pending call)
   std::atomic<std::uint64_t> main_rearms{0};  ///< of those, by the main thread past the bound
   std::atomic<std::uint64_t> leaked_at_shutdown{0};  ///< items left in the queue at the backstop
   std::atomic<std::uint64_t> leaked_finalizing{0};   ///< drains skipped: host finalizing (leak)

@@ -87,7 +87,7 @@ enum class DrainShape : std::uint8_t {
 /// single total order S of seq_cst operations.
 struct ReferencePolicy {
   static constexpr Variant variant = Variant::reference;  ///< the variant this policy is
-  static constexpr const char* name = "reference";  ///< DEFERRED_CLEANUP_VARIANT value
+  static constexpr const char* name = "reference";        ///< DEFERRED_CLEANUP_VARIANT value
 
   /// Push: in S before this producer's check of scheduled_.
   /// [litmus:wakeup.push]
@@ -150,7 +150,7 @@ struct ReferencePolicy {
 /// cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0.
 struct SeedPolicy {
   static constexpr Variant variant = Variant::seed;  ///< the variant this policy is
-  static constexpr const char* name = "seed";  ///< DEFERRED_CLEANUP_VARIANT value
+  static constexpr const char* name = "seed";        ///< DEFERRED_CLEANUP_VARIANT value
 
   /// [litmus:wakeup.push]
   static constexpr std::memory_order push = std::memory_order_release;
@@ -176,10 +176,10 @@ struct SeedPolicy {
 
   /// Where the drain clears scheduled_.
   static constexpr DrainShape drain_shape = DrainShape::take_clear_recheck;
-  static constexpr bool fast_path = false;  ///< push + one load when a call is outstanding
-  static constexpr bool gate = false;  ///< producers pass the in-flight gate
+  static constexpr bool fast_path = false;     ///< push + one load when a call is outstanding
+  static constexpr bool gate = false;          ///< producers pass the in-flight gate
   static constexpr bool direct_drain = false;  ///< entry points drain directly (gh-95820)
-  static constexpr bool rearm = false;  ///< a stale claim may be re-armed
+  static constexpr bool rearm = false;         ///< a stale claim may be re-armed
   /// Schedule() asks the host whether it is finalizing.
   static constexpr bool schedule_checks_finalizing = false;
   /// The drain asks the host whether it is finalizing, then leaks.
@@ -197,7 +197,7 @@ struct SeedPolicy {
 /// the wheel cuda_core-1.2.0-cp312 (cu13/_resource_handles*.so).
 struct CudaCore12Policy {
   static constexpr Variant variant = Variant::cuda_core_1_2;  ///< the variant this policy is
-  static constexpr const char* name = "cuda-core-1.2";  ///< DEFERRED_CLEANUP_VARIANT value
+  static constexpr const char* name = "cuda-core-1.2";        ///< DEFERRED_CLEANUP_VARIANT value
 
   /// compare_exchange_weak(head, item, release, relaxed) in enqueue().
   /// [litmus:wakeup.push]
@@ -227,10 +227,10 @@ struct CudaCore12Policy {
 
   /// Where the drain clears scheduled_.
   static constexpr DrainShape drain_shape = DrainShape::take_clear_recheck;
-  static constexpr bool fast_path = false;  ///< push + one load when a call is outstanding
-  static constexpr bool gate = false;  ///< producers pass the in-flight gate
+  static constexpr bool fast_path = false;     ///< push + one load when a call is outstanding
+  static constexpr bool gate = false;          ///< producers pass the in-flight gate
   static constexpr bool direct_drain = false;  ///< entry points drain directly (gh-95820)
-  static constexpr bool rearm = false;  ///< a stale claim may be re-armed
+  static constexpr bool rearm = false;         ///< a stale claim may be re-armed
   /// Schedule() asks the host whether it is finalizing.
   static constexpr bool schedule_checks_finalizing = true;
   /// The drain asks the host whether it is finalizing, then leaks.

@@ -84,7 +84,6 @@ struct CallToken {
   std::atomic<std::uint64_t> seq{0};  ///< the call's sequence number (>= 1)
 };
 
-
 /// The re-arm rule's state: call tokens, the claim's sequence number, the
 /// records of superseded and main-thread calls, and the claim's stale clock.
 /// A member of every BasicQueue (`rearm`); only the reference uses it.

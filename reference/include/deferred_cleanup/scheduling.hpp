@@ -145,7 +145,7 @@ ScheduleResult schedule(BasicQueue<P>& q) noexcept {
     void* arg = &q;
     [[maybe_unused]] std::uint64_t seq = 0;
     if constexpr (P::rearm) {
-      CallToken<P>* token = q.rearm.token_for_claim();  // re-arming: a numbered token
+      CallToken<P>* token = q.rearm.token_for_claim();   // re-arming: a numbered token
       seq = token->seq.load(std::memory_order_relaxed);  // our own store
       arg = token;
     }

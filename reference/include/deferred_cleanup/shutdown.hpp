@@ -163,13 +163,13 @@ ShutdownOutcome shutdown_at_exit(BasicQueue<P>& q,
                                  std::chrono::nanoseconds gate_bound = kDefaultGateBound) noexcept {
   static_assert(P::gate, "only the reference has the exit sequence");
   ShutdownOutcome out;
-  q.close();                                                  // 1. no new host calls
-  out.gate_clear = wait_gate(q, gate_bound, out.waited_us);   // 2. wait those in flight
+  q.close();                                                 // 1. no new host calls
+  out.gate_clear = wait_gate(q, gate_bound, out.waited_us);  // 2. wait those in flight
   if (!out.gate_clear) {
     q.stats.gate_timeouts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
-  out.final_drained = drain_all(q);                           // 3. interpreter still alive
-  return out;  // 4. the host's: mark_host_dead() once CPython is finalizing
+  out.final_drained = drain_all(q);  // 3. interpreter still alive
+  return out;                        // 4. the host's: mark_host_dead() once CPython is finalizing
 }
 // [end-doc:shutdown-sequence]
 

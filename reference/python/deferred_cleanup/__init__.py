@@ -250,21 +250,26 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"reference_burst: {name} must be an int, not {type(value).__name__}")
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
-        raise TypeError(f"reference_burst: timeout_s must be a number of seconds (int or float), "
-                        f"not {type(timeout_s).__name__}")
+        raise TypeError(
+            f"reference_burst: timeout_s must be a number of seconds (int or float), "
+            f"not {type(timeout_s).__name__}"
+        )
     try:
         t = float(timeout_s)
     except OverflowError:  # an int too large for a float
         t = float("inf")
     if not 0.0 <= t <= 365 * 24 * 3600.0:  # NaN fails too
-        raise ValueError("reference_burst: timeout_s must be a finite number of seconds "
-                         "from 0 to 31536000")
+        raise ValueError(
+            "reference_burst: timeout_s must be a finite number of seconds from 0 to 31536000"
+        )
     if callbacks < 1 or threads < 1:
         raise ValueError("callbacks and threads must be >= 1")
     if threads > 1024:
         raise ValueError("reference_burst: threads must be from 1 to 1024")
     if threads > callbacks:
-        raise ValueError(f"threads ({threads}) must not exceed callbacks ({callbacks}): each thread fires at least one")
+        raise ValueError(
+            f"threads ({threads}) must not exceed callbacks ({callbacks}): each thread fires at least one"
+        )
     drain_now()
     driver = SimulatedDriver()
     graph = driver.create_graph()
@@ -279,7 +284,9 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
     deadline = _time.monotonic() + timeout_s
     while counters()["cleaned"] < target:
         if _time.monotonic() > deadline:
-            raise TimeoutError(f"reference_burst: {counters()['cleaned'] - before['cleaned']} of {callbacks} cleaned after {timeout_s} s")
+            raise TimeoutError(
+                f"reference_burst: {counters()['cleaned'] - before['cleaned']} of {callbacks} cleaned after {timeout_s} s"
+            )
         _time.sleep(0.0002)
     driver.wait_idle(timeout_s)
     after = counters()

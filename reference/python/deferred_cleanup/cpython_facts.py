@@ -109,6 +109,7 @@ i.e. before 3.15); the view is made at import with
     What becomes of a ``Py_AddPendingCall`` that the guard's holder makes
     while ``Py_FinalizeEx`` waits for that guard.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -150,164 +151,443 @@ _NEW = ((3, 13), (3, 15))
 
 TABLE: tuple[Fact, ...] = (
     # ---- 1. capacity
-    Fact("capacity", *_OLD, 31,
-         "Include/internal/pycore_interp.h (v3.10.0, v3.11.0) and Include/internal/pycore_ceval_state.h (v3.12.0): "
-         "NPENDINGCALLS = 32; " + _CEVAL_310 + " / " + _GIL_312 + " _push_pending_call refuses when "
-         "(last + 1) % NPENDINGCALLS == first, so a ring of 32 keeps one slot free"),
-    Fact("capacity", *_NEW, 32,
-         "Include/internal/pycore_ceval_state.h (v3.13.0, v3.14.0): MAXPENDINGCALLS_MAIN = 32 is the max of "
-         "_PyRuntime.ceval.pending_mainthread; " + _GIL_313 + " _push_pending_call refuses when npending == max "
-         "(counted, no free slot kept); gh-104812 (PR #104813) made Py_AddPendingCall target pending_mainthread"),
+    Fact(
+        "capacity",
+        *_OLD,
+        31,
+        "Include/internal/pycore_interp.h (v3.10.0, v3.11.0) and Include/internal/pycore_ceval_state.h (v3.12.0): "
+        "NPENDINGCALLS = 32; " + _CEVAL_310 + " / " + _GIL_312 + " _push_pending_call refuses when "
+        "(last + 1) % NPENDINGCALLS == first, so a ring of 32 keeps one slot free",
+    ),
+    Fact(
+        "capacity",
+        *_NEW,
+        32,
+        "Include/internal/pycore_ceval_state.h (v3.13.0, v3.14.0): MAXPENDINGCALLS_MAIN = 32 is the max of "
+        "_PyRuntime.ceval.pending_mainthread; "
+        + _GIL_313
+        + " _push_pending_call refuses when npending == max "
+        "(counted, no free slot kept); gh-104812 (PR #104813) made Py_AddPendingCall target pending_mainthread",
+    ),
     # ---- 2. behaviour when full
-    Fact("full.returns", *_ALL, -1,
-         "Py_AddPendingCall returns -1 when _push_pending_call refuses: " + _CEVAL_310 + ", " + _GIL_312
-         + "; " + _GIL_313 + " maps _Py_ADD_PENDING_FULL to -1; Doc/c-api/init.rst Py_AddPendingCall"),
-    Fact("full.returns_again", *_ALL, -1,
-         "_push_pending_call never removes an entry to make room (" + _CEVAL_310 + ", " + _GIL_312 + ", "
-         + _GIL_313 + "), so the queue stays full until the main thread pops"),
-    Fact("full.main_thread_returns", *_ALL, -1,
-         "the same _push_pending_call path whatever the calling thread: " + _CEVAL_310 + " _PyEval_AddPendingCall, "
-         + _GIL_312 + " and " + _GIL_313 + " _PyEval_AddPendingCall"),
-    Fact("full.exception_set", *_ALL, False,
-         "the comment above _push_pending_call in " + _CEVAL_310 + " / " + _GIL_312 + " / " + _GIL_313
-         + ": a refused registration returns -1 without setting an exception (no PyErr_* call on that path)"),
-    Fact("full.evicted", *_ALL, False,
-         "_push_pending_call writes only at the tail and only when there is room (" + _CEVAL_310 + ", "
-         + _GIL_312 + ", " + _GIL_313 + ")"),
-    Fact("full.run_order", *_ALL, "fifo",
-         "_pop_pending_call takes calls[first] and advances first (" + _CEVAL_310 + ", " + _GIL_312 + ", "
-         + _GIL_313 + "): a ring read from the head"),
-    Fact("full.refused_runs", *_ALL, False,
-         "a refused call is never stored (" + _CEVAL_310 + ", " + _GIL_312 + ", " + _GIL_313 + " _push_pending_call)"),
+    Fact(
+        "full.returns",
+        *_ALL,
+        -1,
+        "Py_AddPendingCall returns -1 when _push_pending_call refuses: "
+        + _CEVAL_310
+        + ", "
+        + _GIL_312
+        + "; "
+        + _GIL_313
+        + " maps _Py_ADD_PENDING_FULL to -1; Doc/c-api/init.rst Py_AddPendingCall",
+    ),
+    Fact(
+        "full.returns_again",
+        *_ALL,
+        -1,
+        "_push_pending_call never removes an entry to make room ("
+        + _CEVAL_310
+        + ", "
+        + _GIL_312
+        + ", "
+        + _GIL_313
+        + "), so the queue stays full until the main thread pops",
+    ),
+    Fact(
+        "full.main_thread_returns",
+        *_ALL,
+        -1,
+        "the same _push_pending_call path whatever the calling thread: "
+        + _CEVAL_310
+        + " _PyEval_AddPendingCall, "
+        + _GIL_312
+        + " and "
+        + _GIL_313
+        + " _PyEval_AddPendingCall",
+    ),
+    Fact(
+        "full.exception_set",
+        *_ALL,
+        False,
+        "the comment above _push_pending_call in "
+        + _CEVAL_310
+        + " / "
+        + _GIL_312
+        + " / "
+        + _GIL_313
+        + ": a refused registration returns -1 without setting an exception (no PyErr_* call on that path)",
+    ),
+    Fact(
+        "full.evicted",
+        *_ALL,
+        False,
+        "_push_pending_call writes only at the tail and only when there is room ("
+        + _CEVAL_310
+        + ", "
+        + _GIL_312
+        + ", "
+        + _GIL_313
+        + ")",
+    ),
+    Fact(
+        "full.run_order",
+        *_ALL,
+        "fifo",
+        "_pop_pending_call takes calls[first] and advances first ("
+        + _CEVAL_310
+        + ", "
+        + _GIL_312
+        + ", "
+        + _GIL_313
+        + "): a ring read from the head",
+    ),
+    Fact(
+        "full.refused_runs",
+        *_ALL,
+        False,
+        "a refused call is never stored ("
+        + _CEVAL_310
+        + ", "
+        + _GIL_312
+        + ", "
+        + _GIL_313
+        + " _push_pending_call)",
+    ),
     # ---- 6. calls per eval-breaker check
-    Fact("breaker.batch", *_OLD, 31,
-         _CEVAL_310 + " / " + _GIL_312 + " make_pending_calls: one pass loops up to NPENDINGCALLS (32) pops, "
-         "more than the 31 a full ring holds, so one check runs the whole queue"),
-    Fact("breaker.batch", *_NEW, 32,
-         _GIL_313 + " _make_pending_calls: maxloop = MAXPENDINGCALLSLOOP_MAIN = 0 means 'max' (32) for "
-         "pending_mainthread (Include/internal/pycore_ceval_state.h v3.13.0), so one check runs all 32"),
-    Fact("breaker.batch_all", *_ALL, True,
-         "see breaker.batch: the per-pass bound is at least the capacity on every version"),
+    Fact(
+        "breaker.batch",
+        *_OLD,
+        31,
+        _CEVAL_310
+        + " / "
+        + _GIL_312
+        + " make_pending_calls: one pass loops up to NPENDINGCALLS (32) pops, "
+        "more than the 31 a full ring holds, so one check runs the whole queue",
+    ),
+    Fact(
+        "breaker.batch",
+        *_NEW,
+        32,
+        _GIL_313
+        + " _make_pending_calls: maxloop = MAXPENDINGCALLSLOOP_MAIN = 0 means 'max' (32) for "
+        "pending_mainthread (Include/internal/pycore_ceval_state.h v3.13.0), so one check runs all 32",
+    ),
+    Fact(
+        "breaker.batch_all",
+        *_ALL,
+        True,
+        "see breaker.batch: the per-pass bound is at least the capacity on every version",
+    ),
     # ---- 5. a pending call that fails
-    Fact("exception.surfaces", *_ALL, "python-frame",
-         "the eval loop's eval-breaker handler (" + _CEVAL_310 + " eval_frame_handle_pending; Python/ceval_gil.c "
-         "_Py_HandlePending v3.12.0, v3.13.0) returns -1 and the loop jumps to its error label: the exception is "
-         "raised in the Python frame running at the check"),
-    Fact("exception.rest_kept", *_ALL, True,
-         "make_pending_calls stops at the first failure without dropping the rest and signals pending calls "
-         "again (" + _CEVAL_310 + " SIGNAL_PENDING_CALLS on error; " + _GIL_313 + " signal_pending_calls "
-         "'play it safe')"),
-    Fact("exception.rest_when", *_ALL, "later-check",
-         "see exception.rest_kept: " + _CEVAL_310 + " make_pending_calls / " + _GIL_313 + " _make_pending_calls "
-         "return -1 right after the failing call, so the remaining calls run at the next eval-breaker check, "
-         "after the exception was raised"),
+    Fact(
+        "exception.surfaces",
+        *_ALL,
+        "python-frame",
+        "the eval loop's eval-breaker handler ("
+        + _CEVAL_310
+        + " eval_frame_handle_pending; Python/ceval_gil.c "
+        "_Py_HandlePending v3.12.0, v3.13.0) returns -1 and the loop jumps to its error label: the exception is "
+        "raised in the Python frame running at the check",
+    ),
+    Fact(
+        "exception.rest_kept",
+        *_ALL,
+        True,
+        "make_pending_calls stops at the first failure without dropping the rest and signals pending calls "
+        "again ("
+        + _CEVAL_310
+        + " SIGNAL_PENDING_CALLS on error; "
+        + _GIL_313
+        + " signal_pending_calls "
+        "'play it safe')",
+    ),
+    Fact(
+        "exception.rest_when",
+        *_ALL,
+        "later-check",
+        "see exception.rest_kept: "
+        + _CEVAL_310
+        + " make_pending_calls / "
+        + _GIL_313
+        + " _make_pending_calls "
+        "return -1 right after the failing call, so the remaining calls run at the next eval-breaker check, "
+        "after the exception was raised",
+    ),
     # ---- 4. delay
-    Fact("delay.busy_python", *_OLD, "starved",
-         "gh-95820 (open for 3.10-3.12): since bpo-40010 (PR #19091, 3.9) SIGNAL_PENDING_CALLS recomputes "
-         "eval_breaker with _Py_ThreadCanHandlePendingCalls() of the calling thread, false on a foreign thread ("
-         + _CEVAL_310 + ", " + _GIL_312 + " COMPUTE_EVAL_BREAKER), so nothing wakes a main thread that never "
-         "drops the GIL"),
-    Fact("delay.busy_python", *_NEW, "ran",
-         _GIL_313 + " _PyEval_AddPendingCall sets _PY_CALLS_TO_DO_BIT directly on _PyRuntime.main_tstate's "
-         "eval_breaker (per-thread eval breaker, gh-112175 PR #115194; flags merged by gh-109369 PR #109846)"),
-    Fact("delay.sleep", *_ALL, "after-sleep",
-         "time.sleep releases the GIL; on re-taking it the main thread recomputes its eval breaker (Python/ceval_gil.h "
-         "v3.10.0, v3.11.0 and " + _GIL_312 + " take_gil: COMPUTE_EVAL_BREAKER, bpo-40010; " + _GIL_313
-         + " take_gil: update_eval_breaker_for_thread, gh-112175), so the call runs right after the sleep, "
-         "never during it"),
-    Fact("delay.c_call", *_ALL, "after-call",
-         "same take_gil path as delay.sleep: Py_END_ALLOW_THREADS re-takes the GIL (Python/ceval_gil.h v3.10.0, "
-         "v3.11.0 and " + _GIL_312 + " take_gil; " + _GIL_313 + " update_eval_breaker_for_thread)"),
+    Fact(
+        "delay.busy_python",
+        *_OLD,
+        "starved",
+        "gh-95820 (open for 3.10-3.12): since bpo-40010 (PR #19091, 3.9) SIGNAL_PENDING_CALLS recomputes "
+        "eval_breaker with _Py_ThreadCanHandlePendingCalls() of the calling thread, false on a foreign thread ("
+        + _CEVAL_310
+        + ", "
+        + _GIL_312
+        + " COMPUTE_EVAL_BREAKER), so nothing wakes a main thread that never "
+        "drops the GIL",
+    ),
+    Fact(
+        "delay.busy_python",
+        *_NEW,
+        "ran",
+        _GIL_313
+        + " _PyEval_AddPendingCall sets _PY_CALLS_TO_DO_BIT directly on _PyRuntime.main_tstate's "
+        "eval_breaker (per-thread eval breaker, gh-112175 PR #115194; flags merged by gh-109369 PR #109846)",
+    ),
+    Fact(
+        "delay.sleep",
+        *_ALL,
+        "after-sleep",
+        "time.sleep releases the GIL; on re-taking it the main thread recomputes its eval breaker (Python/ceval_gil.h "
+        "v3.10.0, v3.11.0 and "
+        + _GIL_312
+        + " take_gil: COMPUTE_EVAL_BREAKER, bpo-40010; "
+        + _GIL_313
+        + " take_gil: update_eval_breaker_for_thread, gh-112175), so the call runs right after the sleep, "
+        "never during it",
+    ),
+    Fact(
+        "delay.c_call",
+        *_ALL,
+        "after-call",
+        "same take_gil path as delay.sleep: Py_END_ALLOW_THREADS re-takes the GIL (Python/ceval_gil.h v3.10.0, "
+        "v3.11.0 and " + _GIL_312 + " take_gil; " + _GIL_313 + " update_eval_breaker_for_thread)",
+    ),
     # ---- 3. who runs the calls
-    Fact("runner.main_busy", *_ALL, "main",
-         _CEVAL_310 + " make_pending_calls runs only on the main thread (_Py_ThreadCanHandlePendingCalls); "
-         + _GIL_312 + " and " + _GIL_313 + " run pending_mainthread only when _Py_IsMainThread() "
-         "(gh-104812 keeps Py_AddPendingCall main-thread-only)"),
-    Fact("runner.main_sleeping", *_ALL, "main",
-         "see runner.main_busy: " + _CEVAL_310 + " _Py_ThreadCanHandlePendingCalls, " + _GIL_312 + " and "
-         + _GIL_313 + " make_pending_calls: the other Python thread never takes a main-thread-only call; the call "
-         "waits for the main thread to come back from its sleep"),
+    Fact(
+        "runner.main_busy",
+        *_ALL,
+        "main",
+        _CEVAL_310
+        + " make_pending_calls runs only on the main thread (_Py_ThreadCanHandlePendingCalls); "
+        + _GIL_312
+        + " and "
+        + _GIL_313
+        + " run pending_mainthread only when _Py_IsMainThread() "
+        "(gh-104812 keeps Py_AddPendingCall main-thread-only)",
+    ),
+    Fact(
+        "runner.main_sleeping",
+        *_ALL,
+        "main",
+        "see runner.main_busy: "
+        + _CEVAL_310
+        + " _Py_ThreadCanHandlePendingCalls, "
+        + _GIL_312
+        + " and "
+        + _GIL_313
+        + " make_pending_calls: the other Python thread never takes a main-thread-only call; the call "
+        "waits for the main thread to come back from its sleep",
+    ),
     # ---- 8. subinterpreters
-    Fact("subinterp.runner", (3, 10), (3, 11), "lost",
-         "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall asks _PyThreadState_GET() first (bpo-39984, PR #19066); "
-         "in 3.10/3.11 that reads _PyRuntime.gilstate.tstate_current (Include/internal/pycore_pystate.h "
-         "_PyRuntimeState_GetThreadState), the GIL holder's thread state, from any thread. While a subinterpreter "
-         "holds the GIL the foreign add lands in the subinterpreter's queue; the add does not set its eval breaker "
-         "(gh-95820), so a busy subinterpreter never runs it, and Py_EndInterpreter discards the queue"),
-    Fact("subinterp.runner", (3, 12), (3, 15), "main",
-         "Python/ceval_gil.c v3.12.0+ Py_AddPendingCall always uses _PyInterpreterState_Main() with the "
-         "main-thread-only flag (gh-104812, PR #104813), and only the main interpreter's main thread drains "
-         "pending_mainthread (" + _GIL_312 + ", " + _GIL_313 + " make_pending_calls); the thread state became "
-         "thread-local in 3.12 (Include/internal/pycore_pystate.h v3.12.0 _PyThreadState_GET)"),
+    Fact(
+        "subinterp.runner",
+        (3, 10),
+        (3, 11),
+        "lost",
+        "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall asks _PyThreadState_GET() first (bpo-39984, PR #19066); "
+        "in 3.10/3.11 that reads _PyRuntime.gilstate.tstate_current (Include/internal/pycore_pystate.h "
+        "_PyRuntimeState_GetThreadState), the GIL holder's thread state, from any thread. While a subinterpreter "
+        "holds the GIL the foreign add lands in the subinterpreter's queue; the add does not set its eval breaker "
+        "(gh-95820), so a busy subinterpreter never runs it, and Py_EndInterpreter discards the queue",
+    ),
+    Fact(
+        "subinterp.runner",
+        (3, 12),
+        (3, 15),
+        "main",
+        "Python/ceval_gil.c v3.12.0+ Py_AddPendingCall always uses _PyInterpreterState_Main() with the "
+        "main-thread-only flag (gh-104812, PR #104813), and only the main interpreter's main thread drains "
+        "pending_mainthread ("
+        + _GIL_312
+        + ", "
+        + _GIL_313
+        + " make_pending_calls); the thread state became "
+        "thread-local in 3.12 (Include/internal/pycore_pystate.h v3.12.0 _PyThreadState_GET)",
+    ),
     # ---- 7. finalization
-    Fact("atexit.finalizing", *_ALL, False,
-         _PYLIFE + ": the Python atexit callbacks (call_py_exitfuncs in 3.10, _PyAtExit_Call from 3.11) run "
-         "before _PyRuntimeState_SetFinalizing, which is what Py_IsFinalizing()/_Py_IsFinalizing() reads"),
-    Fact("atexit.foreign_add_runs", *_OLD, False,
-         _PYLIFE + " calls _Py_FinishPendingCalls before the atexit callbacks, never after; a foreign add does "
-         "not set the eval breaker (gh-95820), so the handler's remaining bytecode does not run it either"),
-    Fact("atexit.foreign_add_runs", *_NEW, True,
-         "the foreign add sets the main thread's eval-breaker bit (" + _GIL_313 + " _PyEval_AddPendingCall, "
-         "gh-112175), so the handler's own next eval-breaker check runs it; " + _PYLIFE
-         + " has no later _Py_FinishPendingCalls"),
-    Fact("atexit.main_add_runs", *_ALL, True,
-         "an add from the main thread sets the eval breaker (" + _CEVAL_310 + " SIGNAL_PENDING_CALLS on the main "
-         "thread; " + _GIL_313 + "), so the handler's next eval-breaker check runs it before the handler returns"),
-    Fact("py_atexit.initialized", *_ALL, False,
-         _PYLIFE + ": runtime->initialized is cleared right after the atexit callbacks, and call_ll_exitfuncs "
-         "(the Py_AtExit callbacks) runs at the very end"),
-    Fact("after_finalize.outcome", *_OLD, "crash",
-         "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall falls back to _PyRuntime.interpreters.main, NULL after "
-         "finalization, and dereferences it in _PyEval_AddPendingCall; " + _GIL_312 + " _PyEval_AddPendingCall "
-         "dereferences the NULL _PyInterpreterState_Main() in SIGNAL_PENDING_CALLS"),
-    Fact("after_finalize.outcome", *_NEW, "no-op",
-         _GIL_313 + " _PyEval_AddPendingCall only touches static runtime state (_PyRuntime.ceval.pending_mainthread "
-         "and the statically allocated main thread state's eval breaker); the call is queued and never run"),
-    Fact("after_finalize.signal", *_OLD, "SIGSEGV",
-         "see after_finalize.outcome: a NULL interpreter pointer dereference (release builds)"),
+    Fact(
+        "atexit.finalizing",
+        *_ALL,
+        False,
+        _PYLIFE
+        + ": the Python atexit callbacks (call_py_exitfuncs in 3.10, _PyAtExit_Call from 3.11) run "
+        "before _PyRuntimeState_SetFinalizing, which is what Py_IsFinalizing()/_Py_IsFinalizing() reads",
+    ),
+    Fact(
+        "atexit.foreign_add_runs",
+        *_OLD,
+        False,
+        _PYLIFE
+        + " calls _Py_FinishPendingCalls before the atexit callbacks, never after; a foreign add does "
+        "not set the eval breaker (gh-95820), so the handler's remaining bytecode does not run it either",
+    ),
+    Fact(
+        "atexit.foreign_add_runs",
+        *_NEW,
+        True,
+        "the foreign add sets the main thread's eval-breaker bit ("
+        + _GIL_313
+        + " _PyEval_AddPendingCall, "
+        "gh-112175), so the handler's own next eval-breaker check runs it; "
+        + _PYLIFE
+        + " has no later _Py_FinishPendingCalls",
+    ),
+    Fact(
+        "atexit.main_add_runs",
+        *_ALL,
+        True,
+        "an add from the main thread sets the eval breaker ("
+        + _CEVAL_310
+        + " SIGNAL_PENDING_CALLS on the main "
+        "thread; "
+        + _GIL_313
+        + "), so the handler's next eval-breaker check runs it before the handler returns",
+    ),
+    Fact(
+        "py_atexit.initialized",
+        *_ALL,
+        False,
+        _PYLIFE
+        + ": runtime->initialized is cleared right after the atexit callbacks, and call_ll_exitfuncs "
+        "(the Py_AtExit callbacks) runs at the very end",
+    ),
+    Fact(
+        "after_finalize.outcome",
+        *_OLD,
+        "crash",
+        "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall falls back to _PyRuntime.interpreters.main, NULL after "
+        "finalization, and dereferences it in _PyEval_AddPendingCall; "
+        + _GIL_312
+        + " _PyEval_AddPendingCall "
+        "dereferences the NULL _PyInterpreterState_Main() in SIGNAL_PENDING_CALLS",
+    ),
+    Fact(
+        "after_finalize.outcome",
+        *_NEW,
+        "no-op",
+        _GIL_313
+        + " _PyEval_AddPendingCall only touches static runtime state (_PyRuntime.ceval.pending_mainthread "
+        "and the statically allocated main thread state's eval breaker); the call is queued and never run",
+    ),
+    Fact(
+        "after_finalize.signal",
+        *_OLD,
+        "SIGSEGV",
+        "see after_finalize.outcome: a NULL interpreter pointer dereference (release builds)",
+    ),
     Fact("after_finalize.signal", *_NEW, "none", "see after_finalize.outcome"),
-    Fact("after_finalize.returns", *_OLD, None,
-         "see after_finalize.outcome: the process dies inside Py_AddPendingCall (Python/ceval.c v3.10.0/v3.11.0, "
-         + _GIL_312 + "), so there is no return value"),
-    Fact("after_finalize.returns", *_NEW, 0,
-         _GIL_313 + " _push_pending_call: the queue was drained by finalization, so the add succeeds"),
+    Fact(
+        "after_finalize.returns",
+        *_OLD,
+        None,
+        "see after_finalize.outcome: the process dies inside Py_AddPendingCall (Python/ceval.c v3.10.0/v3.11.0, "
+        + _GIL_312
+        + "), so there is no return value",
+    ),
+    Fact(
+        "after_finalize.returns",
+        *_NEW,
+        0,
+        _GIL_313
+        + " _push_pending_call: the queue was drained by finalization, so the add succeeds",
+    ),
     # ---- 9. PEP 788 interpreter guards (3.15+)
-    *(Fact(f, (3, 10), (3, 14), "absent",
-           "Include/pystate.h (v3.14.0) declares no PyInterpreterGuard; PEP 788 came with gh-149101 "
-           "(Include/pystate.h v3.15.0rc1, 'PEP 788 -- Protection against interpreter finalization')")
-      for f in ("pep788.guard_from_foreign", "pep788.guard_allocs", "pep788.guard_alloc_domain",
-                "pep788.guard_in_atexit", "pep788.guard_in_py_atexit", "pep788.guard_while_finalizing",
-                "pep788.finalize_waits_for_guard", "pep788.pending_call_under_guard")),
-    Fact("pep788.guard_from_foreign", (3, 15), (3, 15), True,
-         _PYSTATE_315 + " PyInterpreterGuard_FromView: looks the view's id up under HEAD_LOCK and "
-         "increments interp->finalization_guards unless it is _PyInterpreterGuard_GUARDS_NOT_ALLOWED; "
-         "it needs no thread state (no _PyThreadState_GET on that path)"),
-    Fact("pep788.guard_allocs", (3, 15), (3, 15), 1,
-         _PYSTATE_315 + " PyInterpreterGuard_FromView: one PyMem_RawMalloc(sizeof(PyInterpreterGuard)) "
-         "before HEAD_LOCK, on every call (freed by PyInterpreterGuard_Close or on refusal)"),
-    Fact("pep788.guard_alloc_domain", (3, 15), (3, 15), "raw",
-         "see pep788.guard_allocs: PyMem_RawMalloc is the raw domain (Include/cpython/pymem.h, "
-         "PYMEM_DOMAIN_RAW)"),
-    Fact("pep788.guard_in_atexit", (3, 15), (3, 15), True,
-         _PYLIFE_315 + " make_pre_finalization_calls runs _PyAtExit_Call before it sets "
-         "finalization_guards to _PyInterpreterGuard_GUARDS_NOT_ALLOWED"),
-    Fact("pep788.guard_in_py_atexit", (3, 15), (3, 15), False,
-         _PYLIFE_315 + " _Py_Finalize: make_pre_finalization_calls leaves finalization_guards at "
-         "_PyInterpreterGuard_GUARDS_NOT_ALLOWED, and call_ll_exitfuncs (the Py_AtExit callbacks) runs at "
-         "the end of _Py_Finalize"),
-    Fact("pep788.guard_while_finalizing", (3, 15), (3, 15), False,
-         _PYLIFE_315 + " _Py_Finalize calls _PyRuntimeState_SetFinalizing only after "
-         "make_pre_finalization_calls returned, which needs finalization_guards to go from 0 to "
-         "_PyInterpreterGuard_GUARDS_NOT_ALLOWED (compare-exchange): never while a guard is open"),
-    Fact("pep788.finalize_waits_for_guard", (3, 15), (3, 15), True,
-         _PYLIFE_315 + " make_pre_finalization_calls parks on finalization_guards (_PyParkingLot_Park, "
-         "timeout -1: no bound) until it reads 0; " + _PYSTATE_315 + " PyInterpreterGuard_Close unparks "
-         "when the count drops to 0"),
-    Fact("pep788.pending_call_under_guard", (3, 15), (3, 15), "not-run",
-         _PYLIFE_315 + " make_pre_finalization_calls: after the guard wait it loops again only when "
-         "interp_has_pending_calls, which reads interp->ceval.pending.npending, while Py_AddPendingCall "
-         "fills _PyRuntime.ceval.pending_mainthread (Python/ceval_gil.c v3.15.0rc1 _PyEval_AddPendingCall); "
-         "no later step of _Py_Finalize makes pending calls"),
+    *(
+        Fact(
+            f,
+            (3, 10),
+            (3, 14),
+            "absent",
+            "Include/pystate.h (v3.14.0) declares no PyInterpreterGuard; PEP 788 came with gh-149101 "
+            "(Include/pystate.h v3.15.0rc1, 'PEP 788 -- Protection against interpreter finalization')",
+        )
+        for f in (
+            "pep788.guard_from_foreign",
+            "pep788.guard_allocs",
+            "pep788.guard_alloc_domain",
+            "pep788.guard_in_atexit",
+            "pep788.guard_in_py_atexit",
+            "pep788.guard_while_finalizing",
+            "pep788.finalize_waits_for_guard",
+            "pep788.pending_call_under_guard",
+        )
+    ),
+    Fact(
+        "pep788.guard_from_foreign",
+        (3, 15),
+        (3, 15),
+        True,
+        _PYSTATE_315 + " PyInterpreterGuard_FromView: looks the view's id up under HEAD_LOCK and "
+        "increments interp->finalization_guards unless it is _PyInterpreterGuard_GUARDS_NOT_ALLOWED; "
+        "it needs no thread state (no _PyThreadState_GET on that path)",
+    ),
+    Fact(
+        "pep788.guard_allocs",
+        (3, 15),
+        (3, 15),
+        1,
+        _PYSTATE_315
+        + " PyInterpreterGuard_FromView: one PyMem_RawMalloc(sizeof(PyInterpreterGuard)) "
+        "before HEAD_LOCK, on every call (freed by PyInterpreterGuard_Close or on refusal)",
+    ),
+    Fact(
+        "pep788.guard_alloc_domain",
+        (3, 15),
+        (3, 15),
+        "raw",
+        "see pep788.guard_allocs: PyMem_RawMalloc is the raw domain (Include/cpython/pymem.h, "
+        "PYMEM_DOMAIN_RAW)",
+    ),
+    Fact(
+        "pep788.guard_in_atexit",
+        (3, 15),
+        (3, 15),
+        True,
+        _PYLIFE_315 + " make_pre_finalization_calls runs _PyAtExit_Call before it sets "
+        "finalization_guards to _PyInterpreterGuard_GUARDS_NOT_ALLOWED",
+    ),
+    Fact(
+        "pep788.guard_in_py_atexit",
+        (3, 15),
+        (3, 15),
+        False,
+        _PYLIFE_315 + " _Py_Finalize: make_pre_finalization_calls leaves finalization_guards at "
+        "_PyInterpreterGuard_GUARDS_NOT_ALLOWED, and call_ll_exitfuncs (the Py_AtExit callbacks) runs at "
+        "the end of _Py_Finalize",
+    ),
+    Fact(
+        "pep788.guard_while_finalizing",
+        (3, 15),
+        (3, 15),
+        False,
+        _PYLIFE_315 + " _Py_Finalize calls _PyRuntimeState_SetFinalizing only after "
+        "make_pre_finalization_calls returned, which needs finalization_guards to go from 0 to "
+        "_PyInterpreterGuard_GUARDS_NOT_ALLOWED (compare-exchange): never while a guard is open",
+    ),
+    Fact(
+        "pep788.finalize_waits_for_guard",
+        (3, 15),
+        (3, 15),
+        True,
+        _PYLIFE_315
+        + " make_pre_finalization_calls parks on finalization_guards (_PyParkingLot_Park, "
+        "timeout -1: no bound) until it reads 0; "
+        + _PYSTATE_315
+        + " PyInterpreterGuard_Close unparks "
+        "when the count drops to 0",
+    ),
+    Fact(
+        "pep788.pending_call_under_guard",
+        (3, 15),
+        (3, 15),
+        "not-run",
+        _PYLIFE_315 + " make_pre_finalization_calls: after the guard wait it loops again only when "
+        "interp_has_pending_calls, which reads interp->ceval.pending.npending, while Py_AddPendingCall "
+        "fills _PyRuntime.ceval.pending_mainthread (Python/ceval_gil.c v3.15.0rc1 _PyEval_AddPendingCall); "
+        "no later step of _Py_Finalize makes pending calls",
+    ),
 )
 
 FIELDS: tuple[str, ...] = tuple(dict.fromkeys(f.field for f in TABLE))

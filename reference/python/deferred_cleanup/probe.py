@@ -23,6 +23,7 @@ JSON layout::
      "extra": {FIELD: {raw data}, ...},
      "reference_burst": {...} or {"available": false, "why": "..."}}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -92,7 +93,12 @@ def probe_capacity(fields: dict, extra: dict) -> None:
     base, cap, limit = r["base"], r["accepted"], r["limit"]
     slots = [P.slot(base + i) for i in range(cap)]
     ran = [i for i, s in enumerate(slots) if s["ran"]]
-    order = [i for i, s in sorted(((i, s) for i, s in enumerate(slots) if s["ran"]), key=lambda p: p[1]["seq"])]
+    order = [
+        i
+        for i, s in sorted(
+            ((i, s) for i, s in enumerate(slots) if s["ran"]), key=lambda p: p[1]["seq"]
+        )
+    ]
     if order == list(range(cap)):
         run_order = "fifo"
     elif order == list(reversed(range(cap))):
@@ -108,8 +114,11 @@ def probe_capacity(fields: dict, extra: dict) -> None:
     fields["full.evicted"] = len(ran) != cap
     fields["full.run_order"] = run_order
     fields["full.refused_runs"] = any(s["ran"] for s in refused)
-    extra["capacity"] = {"ran": len(ran), "exc_after_foreign": r["exc_after_foreign"],
-                         "exc_after_main": r["exc_after_main"]}
+    extra["capacity"] = {
+        "ran": len(ran),
+        "exc_after_foreign": r["exc_after_foreign"],
+        "exc_after_main": r["exc_after_main"],
+    }
 
 
 # ---------------------------------------------------------------- 6: batch
@@ -211,8 +220,12 @@ def probe_exception(fields: dict, extra: dict) -> None:
     fields["exception.surfaces"] = surfaced
     fields["exception.rest_kept"] = rest_ran_loop
     fields["exception.rest_when"] = when
-    extra["exception"] = {"a_step": a_step, "exc_step": exc_step, "rest_steps": rest_steps,
-                          "unraisable": len(unraisable)}
+    extra["exception"] = {
+        "a_step": a_step,
+        "exc_step": exc_step,
+        "rest_steps": rest_steps,
+        "unraisable": len(unraisable),
+    }
 
 
 # ---------------------------------------------------------------- 4: delays
@@ -251,9 +264,12 @@ def _delay(mode: str) -> tuple[str, dict]:
     # stored after Py_AddPendingCall returns), so the first snapshot may
     # show a call that ran but was "not added" yet.
     late = P.slot(i)
-    raw = {"add_rc": late["add_rc"], "added": late["added"],
-           "delay_ms": (s["ran_ms"] - late["add_ms"]) if s["ran"] else None,
-           "ran_after_flush": late["ran"]}
+    raw = {
+        "add_rc": late["add_rc"],
+        "added": late["added"],
+        "delay_ms": (s["ran_ms"] - late["add_ms"]) if s["ran"] else None,
+        "ran_after_flush": late["ran"],
+    }
     if not late["added"] or (hold_end is not None and late["add_ms"] > hold_end):
         return "not-added", raw
     if not s["ran"]:
@@ -375,8 +391,12 @@ def probe_subinterpreter(fields: dict, extra: dict) -> None:
     else:
         who = "unknown"
     fields["subinterp.runner"] = who
-    extra["subinterp"] = {"main_id": r["main_id"], "sub_id": r["sub_id"], "ran_before_end": r["ran_before_end"],
-                          "run_rc": r["run_rc"]}
+    extra["subinterp"] = {
+        "main_id": r["main_id"],
+        "sub_id": r["sub_id"],
+        "ran_before_end": r["ran_before_end"],
+        "run_rc": r["run_rc"],
+    }
 
 
 # ---------------------------------------------------------------- 7: finalization
@@ -404,6 +424,7 @@ def _child(kind: str) -> None:
             os.write(1, b"pep788:atexit_guard=%d\n" % int(r["atexit_guard"]))
             os.write(1, b"pep788:holder_guard=%d\n" % int(r["holder_guard"]))
             P.pep788_atexit_end()
+
         atexit.register(last)
         os.write(1, b"child:ready\n")
         return
@@ -430,15 +451,23 @@ def _run_child(kind: str) -> tuple[int, list[str]]:
     :returns: (return code int, negative for a signal; output lines list[str]).
     :raises subprocess.TimeoutExpired: after ``CHILD_TIMEOUT_S`` seconds.
     """
+
     def no_core() -> None:
         import resource
+
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-    p = subprocess.run([sys.executable, "-m", "deferred_cleanup.probe", "--child", kind],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=CHILD_TIMEOUT_S,
-                       preexec_fn=no_core, env=dict(os.environ, PYTHONFAULTHANDLER=""))
-    return p.returncode, p.stdout.decode(errors="replace").splitlines() + ["stderr:" + l for l in
-                                                                             p.stderr.decode(errors="replace").splitlines()[-5:]]
+    p = subprocess.run(
+        [sys.executable, "-m", "deferred_cleanup.probe", "--child", kind],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        timeout=CHILD_TIMEOUT_S,
+        preexec_fn=no_core,
+        env=dict(os.environ, PYTHONFAULTHANDLER=""),
+    )
+    return p.returncode, p.stdout.decode(errors="replace").splitlines() + [
+        "stderr:" + l for l in p.stderr.decode(errors="replace").splitlines()[-5:]
+    ]
 
 
 def _signal_name(rc: int) -> str:
@@ -459,9 +488,13 @@ def probe_finalization(fields: dict, extra: dict) -> None:
     """
     rc, lines = _run_child("finalize-foreign")
     kv = dict(l.split("=", 1) for l in lines if "=" in l and not l.startswith("stderr:"))
-    fields["atexit.finalizing"] = kv.get("atexit_finalizing") == "1" if "atexit_finalizing" in kv else "no-report"
+    fields["atexit.finalizing"] = (
+        kv.get("atexit_finalizing") == "1" if "atexit_finalizing" in kv else "no-report"
+    )
     fields["atexit.foreign_add_runs"] = "ran:1" in lines
-    fields["py_atexit.initialized"] = kv.get("ll_initialized") == "1" if "ll_initialized" in kv else "no-report"
+    fields["py_atexit.initialized"] = (
+        kv.get("ll_initialized") == "1" if "ll_initialized" in kv else "no-report"
+    )
     if rc < 0:
         outcome, sig = "crash", _signal_name(rc)
     elif "ran:99" in lines:
@@ -483,10 +516,16 @@ def probe_finalization(fields: dict, extra: dict) -> None:
 # ---------------------------------------------------------------- 9: PEP 788 guards
 #: Fields of the PEP 788 probe; each is "absent" where the interpreter has no
 #: PyInterpreterGuard (before 3.15).
-PEP788_FIELDS = ("pep788.guard_from_foreign", "pep788.guard_allocs", "pep788.guard_alloc_domain",
-                 "pep788.guard_in_atexit",
-                 "pep788.guard_in_py_atexit", "pep788.guard_while_finalizing",
-                 "pep788.finalize_waits_for_guard", "pep788.pending_call_under_guard")
+PEP788_FIELDS = (
+    "pep788.guard_from_foreign",
+    "pep788.guard_allocs",
+    "pep788.guard_alloc_domain",
+    "pep788.guard_in_atexit",
+    "pep788.guard_in_py_atexit",
+    "pep788.guard_while_finalizing",
+    "pep788.finalize_waits_for_guard",
+    "pep788.pending_call_under_guard",
+)
 #: How long the finalization child's holder thread keeps its guard (ms), and
 #: when, inside that, it adds its pending call (ms).
 PEP788_HOLD_MS = 400.0
@@ -523,9 +562,12 @@ def probe_pep788(fields: dict, extra: dict) -> None:
     allocs = g["allocs_in_from_view"]
     fields["pep788.guard_from_foreign"] = bool(g["ok"])
     fields["pep788.guard_allocs"] = int(sum(allocs.values()))
-    fields["pep788.guard_alloc_domain"] = "+".join(k for k in ("raw", "mem", "obj") if allocs[k]) or "none"
+    fields["pep788.guard_alloc_domain"] = (
+        "+".join(k for k in ("raw", "mem", "obj") if allocs[k]) or "none"
+    )
     extra["pep788.guard"] = g
     import tracemalloc
+
     tracemalloc.start()
     try:
         t = P.pep788_guard_while_main_holds_gil(PEP788_GIL_HOLD_MS)
@@ -539,8 +581,9 @@ def probe_pep788(fields: dict, extra: dict) -> None:
     fields["pep788.guard_in_py_atexit"] = kv.get("pep788:py_atexit_guard") == "1"
     fields["pep788.guard_while_finalizing"] = kv.get("pep788:ok_while_finalizing") == "1"
     close_ms, refused_ms = num("pep788:close_ms"), num("pep788:refused_ms")
-    fields["pep788.finalize_waits_for_guard"] = (close_ms is not None and refused_ms is not None
-                                                 and refused_ms >= close_ms >= 0)
+    fields["pep788.finalize_waits_for_guard"] = (
+        close_ms is not None and refused_ms is not None and refused_ms >= close_ms >= 0
+    )
     if kv.get("pep788:add_rc") not in ("0", None):
         pending = "refused"
     elif kv.get("pep788:marker_ran") == "1":
@@ -549,9 +592,11 @@ def probe_pep788(fields: dict, extra: dict) -> None:
         pending = "not-run"
     fields["pep788.pending_call_under_guard"] = pending
     end = num("pep788:atexit_end_ms")
-    extra["pep788.finalize"] = {"rc": rc, "lines": lines,
-                                "wait_ms": (refused_ms - end) if (refused_ms is not None and end) else None}
-
+    extra["pep788.finalize"] = {
+        "rc": rc,
+        "lines": lines,
+        "wait_ms": (refused_ms - end) if (refused_ms is not None and end) else None,
+    }
 
 
 # ---------------------------------------------------------------- reference burst
@@ -565,16 +610,27 @@ def probe_reference_burst() -> dict:
         or ``{"available": False, "why": str}``.
     """
     import deferred_cleanup
+
     if not callable(getattr(deferred_cleanup, "reference_burst", None)):
         return {"available": False, "why": "deferred_cleanup.reference_burst is not in this build"}
     try:
-        p = subprocess.run([sys.executable, "-m", "deferred_cleanup.probe", "--child", "burst"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=CHILD_TIMEOUT_S)
+        p = subprocess.run(
+            [sys.executable, "-m", "deferred_cleanup.probe", "--child", "burst"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=CHILD_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired:
-        return {"available": False, "why": f"reference_burst did not finish in {CHILD_TIMEOUT_S:.0f} s"}
+        return {
+            "available": False,
+            "why": f"reference_burst did not finish in {CHILD_TIMEOUT_S:.0f} s",
+        }
     if p.returncode != 0:
         tail = p.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        return {"available": False, "why": f"reference_burst child exited {p.returncode}: {tail[0]}"}
+        return {
+            "available": False,
+            "why": f"reference_burst child exited {p.returncode}: {tail[0]}",
+        }
     out = json.loads(p.stdout.decode().strip().splitlines()[-1])
     out["available"] = True
     return out
@@ -617,7 +673,8 @@ def interpreter_metadata() -> dict:
     debug = hasattr(sys, "gettotalrefcount")
     gil_disabled = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
     return {
-        "name": os.environ.get("DC_INTERPRETER_NAME") or derived_name(sys.version_info, debug, gil_disabled),
+        "name": os.environ.get("DC_INTERPRETER_NAME")
+        or derived_name(sys.version_info, debug, gil_disabled),
         "source": os.environ.get("DC_INTERPRETER_SOURCE") or derived_source(),
         "version": platform.python_version(),
         "version_info": list(sys.version_info[:3]),
@@ -628,8 +685,16 @@ def interpreter_metadata() -> dict:
     }
 
 
-PROBES = (probe_capacity, probe_batch, probe_exception, probe_delays, probe_runner, probe_subinterpreter,
-          probe_finalization, probe_pep788)
+PROBES = (
+    probe_capacity,
+    probe_batch,
+    probe_exception,
+    probe_delays,
+    probe_runner,
+    probe_subinterpreter,
+    probe_finalization,
+    probe_pep788,
+)
 
 
 def measure(with_burst: bool = True) -> dict:
@@ -642,8 +707,14 @@ def measure(with_burst: bool = True) -> dict:
     extra: dict = {}
     for probe in PROBES:
         probe(fields, extra)
-    return {"interpreter": interpreter_metadata(), "fields": fields, "extra": extra,
-            "reference_burst": probe_reference_burst() if with_burst else {"available": False, "why": "not requested"}}
+    return {
+        "interpreter": interpreter_metadata(),
+        "fields": fields,
+        "extra": extra,
+        "reference_burst": probe_reference_burst()
+        if with_burst
+        else {"available": False, "why": "not requested"},
+    }
 
 
 def format_table(result: dict) -> str:
@@ -653,9 +724,16 @@ def format_table(result: dict) -> str:
     :returns: the table (str).
     """
     md = result["interpreter"]
-    rows = [("interpreter", md["name"]), ("version", md["version"]), ("source", md["source"]),
-            ("build", "debug" if md["debug"] else "release"), ("Py_GIL_DISABLED", "1" if md["gil_disabled"] else "0")]
-    rows += [(k, json.dumps(v) if not isinstance(v, str) else v) for k, v in result["fields"].items()]
+    rows = [
+        ("interpreter", md["name"]),
+        ("version", md["version"]),
+        ("source", md["source"]),
+        ("build", "debug" if md["debug"] else "release"),
+        ("Py_GIL_DISABLED", "1" if md["gil_disabled"] else "0"),
+    ]
+    rows += [
+        (k, json.dumps(v) if not isinstance(v, str) else v) for k, v in result["fields"].items()
+    ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k.ljust(w)}  {v}" for k, v in rows)
 
@@ -700,21 +778,37 @@ def main(argv: list[str] | None = None) -> int:
     :raises SystemExit: 2 on bad arguments (argparse); OSError / ValueError when
         ``--load`` names an unreadable or malformed file.
     """
-    ap = argparse.ArgumentParser(prog="python -m deferred_cleanup.probe", description=__doc__.split("\n\n")[0],
-                                 epilog=HELP_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m deferred_cleanup.probe",
+        description=__doc__.split("\n\n")[0],
+        epilog=HELP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--json", metavar="PATH", help="also write the measurements as JSON to PATH")
-    ap.add_argument("--no-burst", action="store_true", help="do not run deferred_cleanup.reference_burst")
-    ap.add_argument("--check", action="store_true",
-                    help="compare with the expected table; exit 1 and print each difference if there is one")
-    ap.add_argument("--strict", action="store_true",
-                    help="with --check (implied): a version newer than the table fails on a difference too")
-    ap.add_argument("--load", metavar="PATH",
-                    help="do not measure: take the measurements from PATH, a file written by --json "
-                         "(e.g. on another machine), and print / check those")
+    ap.add_argument(
+        "--no-burst", action="store_true", help="do not run deferred_cleanup.reference_burst"
+    )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="compare with the expected table; exit 1 and print each difference if there is one",
+    )
+    ap.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --check (implied): a version newer than the table fails on a difference too",
+    )
+    ap.add_argument(
+        "--load",
+        metavar="PATH",
+        help="do not measure: take the measurements from PATH, a file written by --json "
+        "(e.g. on another machine), and print / check those",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child == "burst":
         import deferred_cleanup
+
         print(json.dumps(deferred_cleanup.reference_burst(callbacks=10000, threads=8)))
         return 0
     if a.child:
@@ -727,26 +821,38 @@ def main(argv: list[str] | None = None) -> int:
         result = measure(with_burst=not a.no_burst)
     print(format_table(result))
     rb = result.get("reference_burst") or {"available": False, "why": "not recorded"}
-    print("reference burst: " + (json.dumps({k: v for k, v in rb.items() if k != "available"})
-                                 if rb.get("available") else "not available (" + rb["why"] + ")"))
+    print(
+        "reference burst: "
+        + (
+            json.dumps({k: v for k, v in rb.items() if k != "available"})
+            if rb.get("available")
+            else "not available (" + rb["why"] + ")"
+        )
+    )
     if a.json:
         with open(a.json, "w") as f:
             json.dump(result, f, indent=1, sort_keys=True)
     if not (a.check or a.strict):
         return 0
     from . import report
+
     c = report.check(result)
     for line in c.lines(with_name=False):
         print(line)
     v = f"{c.against[0]}.{c.against[1]}"
     if not c.diffs:
-        print(f"check: no difference from the expected table for {v} ({len(cpython_facts.FIELDS)} fields)")
+        print(
+            f"check: no difference from the expected table for {v} ({len(cpython_facts.FIELDS)} fields)"
+        )
     elif c.fails(a.strict):
         print(f"check: {len(c.diffs)} difference(s) from the expected table for {v}: exit 1")
     else:
-        print(f"check: {len(c.diffs)} difference(s) from {v}, the newest row, on CPython {c.version}: "
-              f"exit 0 (--strict makes them fail)")
+        print(
+            f"check: {len(c.diffs)} difference(s) from {v}, the newest row, on CPython {c.version}: "
+            f"exit 0 (--strict makes them fail)"
+        )
     return 1 if c.fails(a.strict) else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

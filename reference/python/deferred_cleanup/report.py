@@ -18,6 +18,7 @@ expected X, measured Y`` per difference from
 ``probe.json`` into the out dir.  Exit status: 1 if any difference (for an
 interpreter newer than the table only with ``--strict``), else 0.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,7 +63,9 @@ def table_range() -> tuple[tuple[int, int], tuple[int, int]]:
     return (min(f.lo for f in cpython_facts.TABLE), max(f.hi for f in cpython_facts.TABLE))
 
 
-def differences(result: dict, against: tuple[int, int] | None = None) -> list[tuple[str, str, object, object]]:
+def differences(
+    result: dict, against: tuple[int, int] | None = None
+) -> list[tuple[str, str, object, object]]:
     """Compare one result with the expected table.
 
     Every field of :data:`deferred_cleanup.cpython_facts.FIELDS` is compared; a field that was
@@ -127,12 +130,18 @@ class Check:
         """
         if not self.newer:
             tail = f" ({self.name})" if with_name else ""
-            return [f"CPython behaviour changed: {self.version} {f} expected {fmt(e)}, measured {fmt(m)}{tail}"
-                    for f, e, m in self.diffs]
+            return [
+                f"CPython behaviour changed: {self.version} {f} expected {fmt(e)}, measured {fmt(m)}{tail}"
+                for f, e, m in self.diffs
+            ]
         v = f"{self.against[0]}.{self.against[1]}"
-        head = (f"newer than the table: differences from {v} ({self.name}, CPython {self.version}: "
-                f"{len(self.diffs)} difference(s), not counted as failures unless --strict)")
-        return [head] + [f"  {f} expected {fmt(e)} (as on {v}), measured {fmt(m)}" for f, e, m in self.diffs]
+        head = (
+            f"newer than the table: differences from {v} ({self.name}, CPython {self.version}: "
+            f"{len(self.diffs)} difference(s), not counted as failures unless --strict)"
+        )
+        return [head] + [
+            f"  {f} expected {fmt(e)} (as on {v}), measured {fmt(m)}" for f, e, m in self.diffs
+        ]
 
 
 def check(result: dict) -> Check:
@@ -151,8 +160,13 @@ def check(result: dict) -> Check:
     newer = ver > newest
     against = newest if newer else ver
     diffs = [(f, e, m) for _, f, e, m in differences(result, against)]
-    return Check(name=result["interpreter"].get("name", "?"), version=result["interpreter"]["version"],
-                 against=against, newer=newer, diffs=diffs)
+    return Check(
+        name=result["interpreter"].get("name", "?"),
+        version=result["interpreter"]["version"],
+        against=against,
+        newer=newer,
+        diffs=diffs,
+    )
 
 
 def outside_ci(directory: Path) -> list[str]:
@@ -186,15 +200,20 @@ def free_threaded(results: list[dict], outside: Path | None = None) -> str:
         with ``outside``, followed by ``"; measured outside CI: NAME VERSION, ... (DIR)"``
         or ``"; none measured outside CI (DIR has no free-threaded run)"``.
     """
-    ft = [r["interpreter"].get("name", "?") for r in results if r["interpreter"].get("gil_disabled")]
+    ft = [
+        r["interpreter"].get("name", "?") for r in results if r["interpreter"].get("gil_disabled")
+    ]
     if ft:
         line = "measured on " + ", ".join(ft)
     else:
         line = f"not available (no Py_GIL_DISABLED build among the {len(results)} interpreter(s) measured)"
     if outside is not None:
         names = outside_ci(outside)
-        line += (f"; measured outside CI: {', '.join(names)} ({outside})" if names
-                 else f"; none measured outside CI ({outside} has no free-threaded run)")
+        line += (
+            f"; measured outside CI: {', '.join(names)} ({outside})"
+            if names
+            else f"; none measured outside CI ({outside} has no free-threaded run)"
+        )
     return line
 
 
@@ -222,7 +241,9 @@ def build_rows(results: list[dict], missing: list[tuple[str, str]]) -> list[list
     :param missing: (name, why) for each missing interpreter.
     :returns: list of rows, each a list[str].
     """
-    head = ["field"] + [r["interpreter"].get("name", "?") for r in results] + [n for n, _ in missing]
+    head = (
+        ["field"] + [r["interpreter"].get("name", "?") for r in results] + [n for n, _ in missing]
+    )
     meta = [
         ("version", lambda md: md["version"], "MISSING"),
         ("source", lambda md: md.get("source", "?"), "-"),
@@ -234,9 +255,15 @@ def build_rows(results: list[dict], missing: list[tuple[str, str]]) -> list[list
         rows.append([label] + [get(r["interpreter"]) for r in results] + [miss] * len(missing))
     if missing:
         rows.append(["why missing"] + [""] * len(results) + [w for _, w in missing])
-    fields = list(dict.fromkeys([*cpython_facts.FIELDS, *(f for r in results for f in r.get("fields", {}))]))
+    fields = list(
+        dict.fromkeys([*cpython_facts.FIELDS, *(f for r in results for f in r.get("fields", {}))])
+    )
     for f in fields:
-        rows.append([f] + [fmt(r.get("fields", {}).get(f, NOT_MEASURED)) for r in results] + ["-"] * len(missing))
+        rows.append(
+            [f]
+            + [fmt(r.get("fields", {}).get(f, NOT_MEASURED)) for r in results]
+            + ["-"] * len(missing)
+        )
     return rows
 
 
@@ -283,14 +310,28 @@ def main(argv: list[str] | None = None) -> int:
         (for an interpreter newer than the table only with ``--strict``), else 0.
     :raises SystemExit: on bad arguments or an unreadable JSON file (argparse / json errors).
     """
-    ap = argparse.ArgumentParser(prog="python -m deferred_cleanup.report", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m deferred_cleanup.report", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--out-dir", required=True, type=Path, help="where probe.md and probe.json go")
-    ap.add_argument("--missing", action="append", default=[], metavar="NAME: why",
-                    help="an interpreter of the matrix that is missing, and why (repeatable)")
-    ap.add_argument("--strict", action="store_true",
-                    help="also fail on the differences of an interpreter newer than the table")
-    ap.add_argument("--outside-ci", type=Path, metavar="DIR",
-                    help="also name the free-threaded runs saved in DIR (notes/interpreters), measured outside CI")
+    ap.add_argument(
+        "--missing",
+        action="append",
+        default=[],
+        metavar="NAME: why",
+        help="an interpreter of the matrix that is missing, and why (repeatable)",
+    )
+    ap.add_argument(
+        "--strict",
+        action="store_true",
+        help="also fail on the differences of an interpreter newer than the table",
+    )
+    ap.add_argument(
+        "--outside-ci",
+        type=Path,
+        metavar="DIR",
+        help="also name the free-threaded runs saved in DIR (notes/interpreters), measured outside CI",
+    )
     ap.add_argument("files", nargs="*", type=Path, help="probe JSON files, one per interpreter")
     a = ap.parse_args(argv)
     results = [json.loads(p.read_text()) for p in a.files]
@@ -303,12 +344,18 @@ def main(argv: list[str] | None = None) -> int:
     n_fail = sum(len(c.diffs) for c in failing)
     newer = [c for c in checks if c.newer]
     in_table = len(results) - len(newer)
-    summary = (f"{n_fail} difference(s) from the expected table" if n_fail
-               else f"no difference from the expected table ({in_table} interpreter(s)"
-                    + (" of the table's versions" if newer else "") + f", {len(cpython_facts.FIELDS)} fields each)")
+    summary = (
+        f"{n_fail} difference(s) from the expected table"
+        if n_fail
+        else f"no difference from the expected table ({in_table} interpreter(s)"
+        + (" of the table's versions" if newer else "")
+        + f", {len(cpython_facts.FIELDS)} fields each)"
+    )
     if newer and not a.strict:
-        summary += (f"; {sum(len(c.diffs) for c in newer)} difference(s) of {len(newer)} interpreter(s) newer "
-                    f"than the table, not counted (--strict counts them)")
+        summary += (
+            f"; {sum(len(c.diffs) for c in newer)} difference(s) of {len(newer)} interpreter(s) newer "
+            f"than the table, not counted (--strict counts them)"
+        )
     ft_line = "free-threaded: " + free_threaded(results, a.outside_ci)
 
     print(text_table(rows))
@@ -325,15 +372,32 @@ def main(argv: list[str] | None = None) -> int:
     md += [f"- {line.strip()}" for line in diff_lines] + ([""] if diff_lines else [])
     md += [summary, ""]
     (a.out_dir / "probe.md").write_text("\n".join(md))
-    (a.out_dir / "probe.json").write_text(json.dumps({
-        "interpreters": results,
-        "missing": [{"name": n, "why": w} for n, w in missing],
-        "free_threaded": free_threaded(results, a.outside_ci),
-        "differences": [{"version": c.version, "field": f, "expected": e, "measured": m, "interpreter": c.name,
-                         "compared_with": f"{c.against[0]}.{c.against[1]}", "newer_than_table": c.newer}
-                        for c in checks for f, e, m in c.diffs],
-    }, indent=1, sort_keys=True))
+    (a.out_dir / "probe.json").write_text(
+        json.dumps(
+            {
+                "interpreters": results,
+                "missing": [{"name": n, "why": w} for n, w in missing],
+                "free_threaded": free_threaded(results, a.outside_ci),
+                "differences": [
+                    {
+                        "version": c.version,
+                        "field": f,
+                        "expected": e,
+                        "measured": m,
+                        "interpreter": c.name,
+                        "compared_with": f"{c.against[0]}.{c.against[1]}",
+                        "newer_than_table": c.newer,
+                    }
+                    for c in checks
+                    for f, e, m in c.diffs
+                ],
+            },
+            indent=1,
+            sort_keys=True,
+        )
+    )
     return 1 if failing else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())
