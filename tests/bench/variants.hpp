@@ -44,13 +44,13 @@ struct PolicyVariant {
     core::on_user_object_destroyed(q, item);
   }
   /// The pending call the host would run for the current claim.  The
-  /// reference's argument is a call token (queue.hpp, CallToken) carrying
+  /// reference's argument is a call token (rearm_state.hpp, CallToken) carrying
   /// the claim's sequence number; the comparison variants take the queue.
   static int pending_call(Queue& q) {
     if constexpr (Policy::rearm) {
       core::CallToken<Policy> token;
       token.queue = &q;
-      token.seq.store(q.claim_seq(), std::memory_order_relaxed);  // one thread
+      token.seq.store(q.rearm.claim_seq(), std::memory_order_relaxed);  // one thread
       return core::pending_call<Policy>(&token);
     } else {
       return core::pending_call<Policy>(&q);
