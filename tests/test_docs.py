@@ -140,7 +140,7 @@ def test_component_page_quotes_its_own_header(site, component):
     src = "".join((HEADERS / Path(q).name).read_text() for q in quoted if q.endswith(".hpp"))
     for name in regions:
         body = src.split(f"// [doc:{name}]", 1)[1].split(f"// [end-doc:{name}]", 1)[0]
-        for line in (l.strip() for l in body.splitlines()):
+        for line in (ln.strip() for ln in body.splitlines()):
             if line:
                 assert line in text, (
                     f"{header.name} [doc:{name}]: {line!r} not on design/{component}.html"
@@ -249,9 +249,10 @@ def test_stale_data_gets_a_notice_and_current_data_none(tmp_path, monkeypatch):
     """A data file whose measured sources changed since its stamp gets the
     warning "Measured at <commit>; since then <files> changed"; an unchanged
     one gets only its provenance line; an unstamped one is a build warning."""
+    from docutils import nodes
+
     import dc_evidence
     import provenance  # tools/provenance.py (dc_evidence put tools/ on the path)
-    from docutils import nodes
 
     monkeypatch.setattr(dc_evidence, "REPO", tmp_path)
     (tmp_path / "src").mkdir()

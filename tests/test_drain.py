@@ -57,7 +57,7 @@ def test_no_lost_wakeup_over_many_racing_bursts(dc, delta, wait):
         g.destroy()
         driver.release(rng.randint(1, 8))
         total += n
-        assert wait(lambda: d("cleaned") == total, timeout_s=10.0), (
+        assert wait(lambda total=total: d("cleaned") == total, timeout_s=10.0), (
             f"lost wakeup: {total - d('cleaned')} stuck"
         )
     assert driver.wait_idle(10.0)

@@ -63,7 +63,7 @@ def test_call_ran_moves_the_claim_before_it_reads_the_records():
     pos = _positions(body, steps)
     assert pos == sorted(pos), (
         "call_ran() must update ran_max, move the claim, then read the records "
-        f"(the model's order): found {sorted(zip(pos, steps))}"
+        f"(the model's order): found {sorted(zip(pos, steps, strict=True))}"
     )
 
 

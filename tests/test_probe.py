@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-import deferred_cleanup
 from deferred_cleanup import cpython_facts, report
 
 PROBE_TIMEOUT_S = 100  # the probe takes ~6 s; pyproject's pytest timeout is 120 s
@@ -82,7 +81,8 @@ def test_field_matches_expected_table(measured, field):
             NewerCPythonNews(
                 f"newer than the table: {platform.python_version()} {field} measured {got!r}, "
                 f"{exp!r} on {n[0]}.{n[1]} (DC_PROBE_STRICT=1 makes this fail)"
-            )
+            ),
+            stacklevel=1,
         )
         return
     row = cpython_facts.fact(field, cpython_facts.newest() if newer else VERSION)

@@ -78,7 +78,7 @@ def _statements(pattern: str, keep=lambda sentence: True):
 
 def _check(source: int, found, what: str) -> None:
     print(f"{what}: {len(found)} statements, source {source}")
-    for p, v, s in found:
+    for p, v, _s in found:
         print(f"  {p}: {v}")
     assert found, f"no statement of {what} found: the pattern no longer matches the prose"
     wrong = [f'{p}: states {v}, not {source}: "{s}"' for p, v, s in found if v != source]

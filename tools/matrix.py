@@ -57,7 +57,6 @@ import glob
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -316,9 +315,9 @@ def provision(it: Interp) -> None:
     reqs = list(REQUIREMENTS)
     if it.extra_reqs and DOCS_REQUIREMENTS_FILE.exists():
         reqs += [
-            l.strip()
-            for l in DOCS_REQUIREMENTS_FILE.read_text().splitlines()
-            if l.strip() and not l.startswith("#")
+            ln.strip()
+            for ln in DOCS_REQUIREMENTS_FILE.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")
         ]
     want = json.dumps({"python": it.python, "pip": PIP, "reqs": reqs})
     stamp = it.venv_host / ".dc-env-stamp"
@@ -506,7 +505,7 @@ def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
             rows.append((it.name, "MISSING", it.source, "-", it.why_missing))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     # Derived from what each ready interpreter reported (sysconfig Py_GIL_DISABLED).
     ft = [it.name for it in ready if it in envs and metadata(it)["gil_disabled"]]
     print(
@@ -733,7 +732,7 @@ def cmd_test(a) -> int:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print()
     for r in [head, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     for line in aborts:
         print(f"ABORTED {line}")
     print(f"{tp} passed, {tf} failed, {ts} skipped")

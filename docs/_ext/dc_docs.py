@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -77,7 +76,7 @@ def run_doxygen(app: Sphinx) -> None:
     proc = subprocess.run(
         [exe, "-"], input=config, cwd=REPO, capture_output=True, text=True, timeout=300
     )
-    lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
+    lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
     # One message per "file:line: warning|error: text"; indented lines that
     # follow belong to it (e.g. the list of undocumented parameters).
     messages: list[tuple[str | None, str]] = []
@@ -1227,7 +1226,7 @@ def _public_signature(obj, name: str) -> re.Match | None:
     doc = getattr(obj, "__doc__", None)
     if not isinstance(doc, str):
         return None
-    lines = [l.strip() for l in doc.splitlines() if l.strip()]
+    lines = [ln.strip() for ln in doc.splitlines() if ln.strip()]
     short = name.rsplit(".", 1)[-1]
     if (
         len(lines) < 2

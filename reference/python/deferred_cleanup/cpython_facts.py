@@ -666,7 +666,7 @@ def _check_table() -> None:
     """
     for name in FIELDS:
         rs = sorted(rows(name), key=lambda r: r.lo)
-        for a, b in zip(rs, rs[1:]):
+        for a, b in zip(rs, rs[1:], strict=False):
             assert a.hi < b.lo, f"overlapping rows for {name}"
 
 

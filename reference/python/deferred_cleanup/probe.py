@@ -466,7 +466,7 @@ def _run_child(kind: str) -> tuple[int, list[str]]:
         env=dict(os.environ, PYTHONFAULTHANDLER=""),
     )
     return p.returncode, p.stdout.decode(errors="replace").splitlines() + [
-        "stderr:" + l for l in p.stderr.decode(errors="replace").splitlines()[-5:]
+        "stderr:" + ln for ln in p.stderr.decode(errors="replace").splitlines()[-5:]
     ]
 
 
@@ -487,7 +487,7 @@ def probe_finalization(fields: dict, extra: dict) -> None:
     :returns: None.
     """
     rc, lines = _run_child("finalize-foreign")
-    kv = dict(l.split("=", 1) for l in lines if "=" in l and not l.startswith("stderr:"))
+    kv = dict(ln.split("=", 1) for ln in lines if "=" in ln and not ln.startswith("stderr:"))
     fields["atexit.finalizing"] = (
         kv.get("atexit_finalizing") == "1" if "atexit_finalizing" in kv else "no-report"
     )
@@ -499,13 +499,13 @@ def probe_finalization(fields: dict, extra: dict) -> None:
         outcome, sig = "crash", _signal_name(rc)
     elif "ran:99" in lines:
         outcome, sig = "ran", "none"
-    elif any(l.startswith("after:rc:") for l in lines):
+    elif any(ln.startswith("after:rc:") for ln in lines):
         outcome, sig = "no-op", "none"
     else:
         outcome, sig = f"exit {rc}", "none"
     fields["after_finalize.outcome"] = outcome
     fields["after_finalize.signal"] = sig
-    rcs = [l.split(":", 2)[2] for l in lines if l.startswith("after:rc:")]
+    rcs = [ln.split(":", 2)[2] for ln in lines if ln.startswith("after:rc:")]
     fields["after_finalize.returns"] = int(rcs[0]) if rcs else None
     extra["finalize-foreign"] = {"rc": rc, "lines": lines}
     rc2, lines2 = _run_child("finalize-main")
@@ -575,7 +575,7 @@ def probe_pep788(fields: dict, extra: dict) -> None:
         tracemalloc.stop()
     extra["pep788.tracemalloc"] = t
     rc, lines = _run_child("pep788")
-    kv = dict(l.split("=", 1) for l in lines if "=" in l and not l.startswith("stderr:"))
+    kv = dict(ln.split("=", 1) for ln in lines if "=" in ln and not ln.startswith("stderr:"))
     num = lambda k: float(kv[k]) if k in kv else None  # noqa: E731
     fields["pep788.guard_in_atexit"] = kv.get("pep788:atexit_guard") == "1"
     fields["pep788.guard_in_py_atexit"] = kv.get("pep788:py_atexit_guard") == "1"

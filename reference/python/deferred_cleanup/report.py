@@ -274,7 +274,7 @@ def text_table(rows: list[list[str]]) -> str:
     :returns: str.
     """
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows)
 
 
 def md_table(rows: list[list[str]]) -> str:
