@@ -73,8 +73,8 @@ def test_move_claim_publishes_and_sees_the_records():
         "bool move_claim_seq(std::uint64_t expected, std::uint64_t desired)",
     )
     assert "std::memory_order_acq_rel" in body and "std::memory_order_acquire" in body, (
-        "a call that loses the claim to a re-arm must see the re-arm's record: acq_rel, acquire on failure\n"
-        + body
+        "a call that loses the claim to a re-arm must see the re-arm's record: acq_rel, acquire on "
+        "failure\n" + body
     )
 
 

@@ -155,7 +155,8 @@ def _default_seconds(keyword: re.Pattern, exclude: re.Pattern | None = None):
     """Statements 'N s by default', 'default N s', 'default N.0' whose nearest
     preceding setting name (within the sentence) is `keyword`."""
     rx = re.compile(
-        r"(?:\b(\d+(?:\.\d+)?) ?s(?:econds)? by default|\bdefault:? (\d+(?:\.\d+)?) ?(?:s\b|seconds|\)))",
+        r"(?:\b(\d+(?:\.\d+)?) ?s(?:econds)? by default"
+        r"|\bdefault:? (\d+(?:\.\d+)?) ?(?:s\b|seconds|\)))",
         re.I,
     )
     names = re.compile(r"exit[_ ]wait|stale|gate", re.I)

@@ -311,10 +311,12 @@ def repo_pages(app):
                     )
                 else:
                     rows.append(
-                        f'<li><code class="literal">{child.name}{"/" if child.is_dir() else ""}</code></li>'
+                        f'<li><code class="literal">{child.name}'
+                        f"{'/' if child.is_dir() else ''}</code></li>"
                     )
             body = (
-                f"<h1>{rel}/</h1><p>A directory of the repository; the entries that the documentation "
+                f"<h1>{rel}/</h1><p>A directory of the repository; the entries that the "
+                "documentation "
                 f"names link to their text.</p><ul>{''.join(rows)}</ul>"
             )
         else:
@@ -978,8 +980,8 @@ def sequence_to_dot(lines: list[str]) -> str:
                 f"m{i}a -> m{i}b [arrowhead=none]; m{i}b -> m{i}c [arrowhead=none]; m{i}c -> m{i}d;"
             )
             out.append(
-                f'm{i}t [pos="{x + 0.4 + char_in * len(text) / 2:.3f},{y}!", shape=plaintext, width=0, '
-                f'height=0, margin=0, fontsize={msg_pt}, label="{t}"];'
+                f'm{i}t [pos="{x + 0.4 + char_in * len(text) / 2:.3f},{y}!", '
+                f'shape=plaintext, width=0, height=0, margin=0, fontsize={msg_pt}, label="{t}"];'
             )
         else:
             xa, xb = col[a] * width, col[b] * width

@@ -3,8 +3,9 @@
 ``python -m deferred_cleanup.probe`` prints one table; ``--json PATH`` also
 writes the measurements as JSON; ``--check`` compares them with the expected
 table (:mod:`deferred_cleanup.cpython_facts`) and exits 1 on a difference
-(``--help`` says how long it takes and what each exit status means).  The measurements themselves are taken in C++
-(``deferred_cleanup._native.probe``) from a *foreign thread*: a plain
+(``--help`` says how long it takes and what each exit status means).  The
+measurements themselves are taken in C++ (``deferred_cleanup._native.probe``)
+from a *foreign thread*: a plain
 ``std::thread`` with no Python thread state, like CUDA's user-object destructor
 thread.  This module only orchestrates: it holds the main thread in a
 pure-Python loop, in ``time.sleep`` or in a C call when that is the point of a
@@ -770,7 +771,8 @@ environment: DC_INTERPRETER_NAME and DC_INTERPRETER_SOURCE name the
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m deferred_cleanup.probe [--json PATH] [--check [--strict]] [--load PATH]``.
+    """Command line:
+    ``python -m deferred_cleanup.probe [--json PATH] [--check [--strict]] [--load PATH]``.
 
     :param argv: arguments (list[str]; default ``sys.argv[1:]``).
     :returns: exit status (int): 0, or 1 when ``--check`` (or ``--strict``) finds a
@@ -842,13 +844,15 @@ def main(argv: list[str] | None = None) -> int:
     v = f"{c.against[0]}.{c.against[1]}"
     if not c.diffs:
         print(
-            f"check: no difference from the expected table for {v} ({len(cpython_facts.FIELDS)} fields)"
+            f"check: no difference from the expected table for {v} ({len(cpython_facts.FIELDS)} "
+            "fields)"
         )
     elif c.fails(a.strict):
         print(f"check: {len(c.diffs)} difference(s) from the expected table for {v}: exit 1")
     else:
         print(
-            f"check: {len(c.diffs)} difference(s) from {v}, the newest row, on CPython {c.version}: "
+            f"check: {len(c.diffs)} difference(s) from {v}, the newest row, on CPython "
+            f"{c.version}: "
             f"exit 0 (--strict makes them fail)"
         )
     return 1 if c.fails(a.strict) else 0
