@@ -140,7 +140,7 @@ def test_component_page_quotes_its_own_header(site, component):
     src = "".join((HEADERS / Path(q).name).read_text() for q in quoted if q.endswith(".hpp"))
     for name in regions:
         body = src.split(f"// [doc:{name}]", 1)[1].split(f"// [end-doc:{name}]", 1)[0]
-        for line in (l.strip() for l in body.splitlines()):
+        for line in (ln.strip() for ln in body.splitlines()):
             if line:
                 assert line in text, (
                     f"{header.name} [doc:{name}]: {line!r} not on design/{component}.html"
@@ -249,9 +249,10 @@ def test_stale_data_gets_a_notice_and_current_data_none(tmp_path, monkeypatch):
     """A data file whose measured sources changed since its stamp gets the
     warning "Measured at <commit>; since then <files> changed"; an unchanged
     one gets only its provenance line; an unstamped one is a build warning."""
+    from docutils import nodes
+
     import dc_evidence
     import provenance  # tools/provenance.py (dc_evidence put tools/ on the path)
-    from docutils import nodes
 
     monkeypatch.setattr(dc_evidence, "REPO", tmp_path)
     (tmp_path / "src").mkdir()
@@ -522,23 +523,27 @@ LAYOUT_BAD = {
         # a wide table with no scroll box
         f'<table class="docutils"><tr><td>a</td>{WIDE_CELL}</tr></table>'
         # the version table scrolls, but its first column is not frozen
-        f'<div style="overflow-x:auto"><table class="probe-matrix"><tr><td>field</td>{WIDE_CELL}</tr></table></div>'
+        '<div style="overflow-x:auto"><table class="probe-matrix">'
+        f"<tr><td>field</td>{WIDE_CELL}</tr></table></div>"
         # contract rows without anchors, an identifier broken between letters
         '<table class="contract" style="width:120px"><tbody><tr><td style="width:60px">'
         '<code style="word-break:break-all">user_object_destructor_with_a_long_name()</code></td>'
         "<td>x</td></tr></tbody></table>"
     ),
     "api/cpp.html": _page(
-        '<dl class="cpp function"><dt>void f()</dt><dd><p>Does f. Thread: any. Memory ordering: none.</p>'
+        '<dl class="cpp function"><dt>void f()</dt>'
+        "<dd><p>Does f. Thread: any. Memory ordering: none.</p>"
         "</dd></dl>"
         '<dl class="cpp function"><dt>void g()</dt><dd><dl class="field-list dc-contract">'
         "<dt>Thread</dt><dd>any</dd><dt>Thread</dt><dd>again</dd><dt>Errors</dt><dd>none</dd></dl></dd></dl>"
-        '<object class="graphviz" type="image/svg+xml" data="../_images/tiny.svg" style="width:700px"></object>'
+        '<object class="graphviz" type="image/svg+xml" data="../_images/tiny.svg" '
+        'style="width:700px"></object>'
     ),
 }
 LAYOUT_BAD["api/python.html"] = _page(
     '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>(self: '
-    "deferred_cleanup._native.Graph, obj: object) -> None</dt><dd><p>attach(obj: object) -> None</p>"
+    "deferred_cleanup._native.Graph, obj: object) -> None</dt><dd><p>attach(obj: object) -> "
+    "None</p>"
     "<p>An entry point.</p></dd></dl>"
 )
 LAYOUT_GOOD = {
@@ -552,18 +557,23 @@ LAYOUT_GOOD = {
         '<pre>// see <a href="https://github.com/python/cpython/issues/104812">gh-104812</a></pre>'
         '<table class="docutils"><tr><td>a</td><td>narrow</td></tr></table>'
         '<div style="overflow-x:auto"><table class="probe-matrix"><tr>'
-        f'<td style="position:sticky;left:0;background:#fff">field</td>{WIDE_CELL}</tr></table></div>'
+        '<td style="position:sticky;left:0;background:#fff">field</td>'
+        f"{WIDE_CELL}</tr></table></div>"
         '<table class="contract"><tbody><tr id="contract-drain-now"><td><code>drain_now()</code> '
         '<a class="headerlink" href="#contract-drain-now">¶</a></td><td>x</td></tr></tbody></table>'
     ),
     "api/cpp.html": _page(
-        '<dl class="cpp function"><dt>void f()</dt><dd><p>Does f.</p><dl class="field-list dc-contract">'
-        "<dt>Thread</dt><dd>any</dd><dt>Memory ordering</dt><dd>none</dd><dt>Errors</dt><dd>none</dd>"
+        '<dl class="cpp function"><dt>void f()</dt><dd><p>Does f.</p>'
+        '<dl class="field-list dc-contract">'
+        "<dt>Thread</dt><dd>any</dd><dt>Memory "
+        "ordering</dt><dd>none</dd><dt>Errors</dt><dd>none</dd>"
         "<dt>Source</dt><dd>this project</dd></dl></dd></dl>"
-        '<object class="graphviz" type="image/svg+xml" data="../_images/legible.svg" style="width:700px"></object>'
+        '<object class="graphviz" type="image/svg+xml" data="../_images/legible.svg" '
+        'style="width:700px"></object>'
     ),
     "api/python.html": _page(
-        '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>(obj: object) -> None</dt>'
+        '<dl class="py method"><dt class="sig"><span class="sig-name">attach</span>'
+        "(obj: object) -> None</dt>"
         "<dd><p>An entry point.</p></dd></dl>"
     ),
 }
@@ -587,24 +597,44 @@ def test_layout_check_catches_each_fault(site, tmp_path):
 
     bad, _ = check_in_browser(_write_site(tmp_path / "bad", LAYOUT_BAD), search_query=None)
     expected = {
-        "code block overflow on a design page": r"^design/bad\.html: code block overflows its column",
+        "code block overflow on a design page": (
+            r"^design/bad\.html: code block overflows its column"
+        ),
         "code block overflow on any page": r"^measured\.html: code block overflows its column",
         "plain gh- mention": r"^bad-tables\.html: citation is not a link: gh-95820",
         "plain cuda-python PR mention": r"^bad-tables\.html: citation is not a link: PR #2371",
         "plain bpo- mention": r"^bad-tables\.html: citation is not a link: bpo-30703",
         "plain mention in a code block": r"^bad-tables\.html: citation is not a link: gh-104812",
-        "table wider than its container": r"^bad-tables\.html: table \"a wide\" is wider than its container",
-        "version table scrolling without a frozen column": r"^bad-tables\.html: version table scrolls .* not frozen",
+        "table wider than its container": (
+            r"^bad-tables\.html: table \"a wide\" is wider than its container"
+        ),
+        "version table scrolling without a frozen column": (
+            r"^bad-tables\.html: version table scrolls .* not frozen"
+        ),
         "contract row without an anchor": r"^bad-tables\.html: contract row without an anchor",
-        "identifier broken between letters": r"^bad-tables\.html: contract table breaks an identifier",
-        "labels run together": r"^api/cpp\.html: C\+\+ API: labels run together in a paragraph: Does f\.",
-        "declaration without its four lines": r"^api/cpp\.html: C\+\+ API: void f\(\): not exactly one labelled line "
-        r"for Thread, Memory ordering, Errors, Source",
-        "a duplicated label and missing ones": r"^api/cpp\.html: C\+\+ API: void g\(\): not exactly one labelled "
-        r"line for Thread, Memory ordering, Source",
-        "illegible diagram": r"^api/cpp\.html: diagram \.\./_images/tiny\.svg: text renders at \d+\.\d px",
-        "private type in a Python signature": r"^api/python\.html: Python API: a private type in the signature: attach",
-        "Python signature shown twice": r"^api/python\.html: Python API: the signature is shown twice: attach\(obj",
+        "identifier broken between letters": (
+            r"^bad-tables\.html: contract table breaks an identifier"
+        ),
+        "labels run together": (
+            r"^api/cpp\.html: C\+\+ API: labels run together in a paragraph: Does f\."
+        ),
+        "declaration without its four lines": (
+            r"^api/cpp\.html: C\+\+ API: void f\(\): not exactly one labelled line for Thread, "
+            r"Memory ordering, Errors, Source"
+        ),
+        "a duplicated label and missing ones": (
+            r"^api/cpp\.html: C\+\+ API: void g\(\): not exactly one labelled line for Thread, "
+            r"Memory ordering, Source"
+        ),
+        "illegible diagram": (
+            r"^api/cpp\.html: diagram \.\./_images/tiny\.svg: text renders at \d+\.\d px"
+        ),
+        "private type in a Python signature": (
+            r"^api/python\.html: Python API: a private type in the signature: attach"
+        ),
+        "Python signature shown twice": (
+            r"^api/python\.html: Python API: the signature is shown twice: attach\(obj"
+        ),
     }
     missing = [
         what for what, pattern in expected.items() if not any(re.search(pattern, p) for p in bad)

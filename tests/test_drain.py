@@ -57,7 +57,7 @@ def test_no_lost_wakeup_over_many_racing_bursts(dc, delta, wait):
         g.destroy()
         driver.release(rng.randint(1, 8))
         total += n
-        assert wait(lambda: d("cleaned") == total, timeout_s=10.0), (
+        assert wait(lambda total=total: d("cleaned") == total, timeout_s=10.0), (
             f"lost wakeup: {total - d('cleaned')} stuck"
         )
     assert driver.wait_idle(10.0)
@@ -192,7 +192,7 @@ def test_entry_point_drains_directly_when_pending_call_cannot_run(dc, delta):
         assert d("direct_drains") == 1 and d("drain_cycles") == 0
 
 
-# ---------------------------------------------------------------- starvation (gh-95820), in subprocesses
+# ---------------------------------------------------------- starvation (gh-95820), in subprocesses
 
 BUSY_S = 0.5
 ENTRY_MS = 10.0
@@ -235,7 +235,7 @@ def test_reference_cleans_at_next_entry_point_with_bounded_delay(scenario):
     sys.stdout.write(f"\nreference delay under a busy main thread: {r['delay_ms']:.3f} ms\n")
 
 
-# ---------------------------------------------------------------- a main thread in one blocking wait
+# -------------------------------------------------------------- a main thread in one blocking wait
 def test_a_main_thread_blocked_in_join_releases_only_after_it(scenario):
     """cuda-core's lifetime-test shape (NVIDIA/cuda-python #2403; docs Caveats):
     a worker releases the destructor call and polls for 1 s while the main

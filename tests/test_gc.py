@@ -81,7 +81,7 @@ def test_a_cycle_through_the_finalizer_alone_is_collected_and_released(dc, recor
     gc.collect()
     makers = _finalizer_cycles(recorder)
     alive = []
-    for name, make in makers.items():
+    for make in makers.values():
         g = d.create_graph()
         g.attach(7, make(g))
         alive.append(weakref.ref(g))

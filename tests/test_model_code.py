@@ -63,7 +63,7 @@ def test_call_ran_moves_the_claim_before_it_reads_the_records():
     pos = _positions(body, steps)
     assert pos == sorted(pos), (
         "call_ran() must update ran_max, move the claim, then read the records "
-        f"(the model's order): found {sorted(zip(pos, steps))}"
+        f"(the model's order): found {sorted(zip(pos, steps, strict=True))}"
     )
 
 
@@ -73,8 +73,8 @@ def test_move_claim_publishes_and_sees_the_records():
         "bool move_claim_seq(std::uint64_t expected, std::uint64_t desired)",
     )
     assert "std::memory_order_acq_rel" in body and "std::memory_order_acquire" in body, (
-        "a call that loses the claim to a re-arm must see the re-arm's record: acq_rel, acquire on failure\n"
-        + body
+        "a call that loses the claim to a re-arm must see the re-arm's record: acq_rel, acquire on "
+        "failure\n" + body
     )
 
 

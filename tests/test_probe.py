@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-import deferred_cleanup
 from deferred_cleanup import cpython_facts, report
 
 PROBE_TIMEOUT_S = 100  # the probe takes ~6 s; pyproject's pytest timeout is 120 s
@@ -82,12 +81,14 @@ def test_field_matches_expected_table(measured, field):
             NewerCPythonNews(
                 f"newer than the table: {platform.python_version()} {field} measured {got!r}, "
                 f"{exp!r} on {n[0]}.{n[1]} (DC_PROBE_STRICT=1 makes this fail)"
-            )
+            ),
+            stacklevel=1,
         )
         return
     row = cpython_facts.fact(field, cpython_facts.newest() if newer else VERSION)
     raise AssertionError(
-        f"CPython behaviour changed: {platform.python_version()} {field} expected {exp!r}, measured {got!r}\n"
+        f"CPython behaviour changed: {platform.python_version()} {field} expected {exp!r}, "
+        f"measured {got!r}\n"
         f"expected row cites: {row.cite}\nraw: {measured['extra'].get(field) or measured['extra']}"
     )
 
@@ -327,7 +328,8 @@ def test_check_exits_1_when_a_field_is_not_measured(in_table, tmp_path):
     assert p.returncode == 1, p.stdout + p.stderr
     ver = tuple(in_table["interpreter"]["version_info"][:2])
     assert (
-        f"delay.busy_python expected {report.fmt(cpython_facts.expected('delay.busy_python', ver))}, "
+        "delay.busy_python expected "
+        f"{report.fmt(cpython_facts.expected('delay.busy_python', ver))}, "
         f"measured <not measured>" in p.stdout
     )
 
@@ -430,9 +432,9 @@ def test_free_threaded_line_is_derived_from_the_measured_interpreters(measured, 
     if measured["interpreter"]["gil_disabled"]:
         assert line == f"free-threaded: measured on {name}"
     else:
-        assert (
-            line
-            == "free-threaded: not available (no Py_GIL_DISABLED build among the 1 interpreter(s) measured)"
+        assert line == (
+            "free-threaded: not available (no Py_GIL_DISABLED build among the 1 "
+            "interpreter(s) measured)"
         )
     # An interpreter that reported Py_GIL_DISABLED=1 changes the line; this one,
     # when it is free-threaded itself, stays on it first.

@@ -57,7 +57,8 @@ def test_burst_makes_exactly_one_pending_call(dc, delta, wait):
 def test_saturation_nothing_cleaned_nothing_lost_then_retry_cleans(dc, delta, wait):
     if dc.variant() != "reference":
         pytest.skip(
-            "the direct drain at an entry point is the reference's; the seed runs in subprocess tests"
+            "the direct drain at an entry point is the reference's; the seed runs in subprocess "
+            "tests"
         )
     n = 1000
     driver = _held_burst(dc, n)

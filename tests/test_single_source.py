@@ -78,7 +78,7 @@ def _statements(pattern: str, keep=lambda sentence: True):
 
 def _check(source: int, found, what: str) -> None:
     print(f"{what}: {len(found)} statements, source {source}")
-    for p, v, s in found:
+    for p, v, _s in found:
         print(f"  {p}: {v}")
     assert found, f"no statement of {what} found: the pattern no longer matches the prose"
     wrong = [f'{p}: states {v}, not {source}: "{s}"' for p, v, s in found if v != source]
@@ -155,7 +155,8 @@ def _default_seconds(keyword: re.Pattern, exclude: re.Pattern | None = None):
     """Statements 'N s by default', 'default N s', 'default N.0' whose nearest
     preceding setting name (within the sentence) is `keyword`."""
     rx = re.compile(
-        r"(?:\b(\d+(?:\.\d+)?) ?s(?:econds)? by default|\bdefault:? (\d+(?:\.\d+)?) ?(?:s\b|seconds|\)))",
+        r"(?:\b(\d+(?:\.\d+)?) ?s(?:econds)? by default"
+        r"|\bdefault:? (\d+(?:\.\d+)?) ?(?:s\b|seconds|\)))",
         re.I,
     )
     names = re.compile(r"exit[_ ]wait|stale|gate", re.I)

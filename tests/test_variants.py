@@ -40,7 +40,8 @@ BURST = textwrap.dedent("""
     while len(seen) < 1000 and time.monotonic() - t0 < 20:
         time.sleep(0.001)
     print(json.dumps({"variant": dc.variant(), "released": len(seen),
-                      "once": set(seen.values()) == {1}, "pending_calls": dc.counters()["pending_calls"]}))
+                      "once": set(seen.values()) == {1},
+                      "pending_calls": dc.counters()["pending_calls"]}))
 """)
 
 BUSY = textwrap.dedent("""

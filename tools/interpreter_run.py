@@ -108,7 +108,8 @@ def main(argv: list[str]) -> int:
         check=True,
     )
     print(
-        f"{dest.relative_to(REPO)}: {out['suite']['passed']} passed, {out['suite']['failed']} failed"
+        f"{dest.relative_to(REPO)}: {out['suite']['passed']} passed, {out['suite']['failed']} "
+        "failed"
     )
     return 0
 

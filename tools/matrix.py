@@ -57,7 +57,6 @@ import glob
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -316,9 +315,9 @@ def provision(it: Interp) -> None:
     reqs = list(REQUIREMENTS)
     if it.extra_reqs and DOCS_REQUIREMENTS_FILE.exists():
         reqs += [
-            l.strip()
-            for l in DOCS_REQUIREMENTS_FILE.read_text().splitlines()
-            if l.strip() and not l.startswith("#")
+            ln.strip()
+            for ln in DOCS_REQUIREMENTS_FILE.read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")
         ]
     want = json.dumps({"python": it.python, "pip": PIP, "reqs": reqs})
     stamp = it.venv_host / ".dc-env-stamp"
@@ -367,7 +366,8 @@ def build(it: Interp, src_hash: str) -> None:
         return
     log = BUILD / "logs" / f"{it.key}-build.log"
     say(
-        f"{it.name}: building deferred_cleanup._native (scikit-build-core, build/{it.key}; log: {log.relative_to(REPO)})"
+        f"{it.name}: building deferred_cleanup._native (scikit-build-core, build/{it.key}; log: "
+        f"{log.relative_to(REPO)})"
     )
     t0 = time.monotonic()
     run(
@@ -506,7 +506,7 @@ def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
             rows.append((it.name, "MISSING", it.source, "-", it.why_missing))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     # Derived from what each ready interpreter reported (sysconfig Py_GIL_DISABLED).
     ft = [it.name for it in ready if it in envs and metadata(it)["gil_disabled"]]
     print(
@@ -514,7 +514,8 @@ def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
         + (
             ", ".join(ft)
             if ft
-            else f"not available (none of the {len([i for i in ready if i in envs])} interpreter(s) "
+            else "not available (none of the "
+            f"{len([i for i in ready if i in envs])} interpreter(s) "
             "here has Py_GIL_DISABLED=1)"
         )
     )
@@ -527,7 +528,8 @@ def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
 def check_missing(missing: list[str]) -> None:
     if missing and IN_CI:
         raise SystemExit(
-            f"[matrix] CI=true and CPython {', '.join(missing)} missing: every version 3.10…3.15 is required"
+            f"[matrix] CI=true and CPython {', '.join(missing)} missing: every version 3.10…3.15 "
+            "is required"
         )
 
 
@@ -575,7 +577,8 @@ def cmd_probe(a) -> int:
         if p.returncode != 0:
             print(log.read_text(errors="replace")[-3000:])
             say(
-                f"{it.name}: probe exited {p.returncode}; its column is left out (log: {log.relative_to(REPO)})"
+                f"{it.name}: probe exited {p.returncode}; its column is left out (log: "
+                f"{log.relative_to(REPO)})"
             )
             failed.append(f"{it.name}: probe exited {p.returncode}")
             continue
@@ -623,7 +626,8 @@ def session_aborted(report: Path, rc: int, ran: int) -> str:
     :param report: the JSON that tests/conftest.py wrote (``$DC_SESSION_REPORT``)
     :param rc: pytest's exit code
     :param ran: the tests the JUnit XML counts (passed, failed and skipped)
-    :returns: e.g. "pytest session aborted (exit 2, interrupted): 150 of 238 selected tests did not run"
+    :returns: e.g. "pytest session aborted (exit 2, interrupted): 150 of 238 selected tests
+        did not run"
     """
     try:
         data = json.loads(report.read_text())
@@ -636,7 +640,10 @@ def session_aborted(report: Path, rc: int, ran: int) -> str:
     if not data.get("finished"):
         how = f"exit {rc}, ended before pytest's own finish (a crash or a kill)"
     if ran < selected or not data.get("finished"):
-        return f"pytest session aborted ({how}): {selected - ran} of {selected} selected tests did not run"
+        return (
+            f"pytest session aborted ({how}): {selected - ran} of {selected} selected tests "
+            "did not run"
+        )
     return ""
 
 
@@ -644,7 +651,8 @@ def cmd_test(a) -> int:
     envs = select(a.only, include_docs=not a.no_once, python=a.python)
     if envs[0].custom and not a.no_once:
         say(
-            f"one interpreter given: the run-once checks ({', '.join(label for label, _, _ in ONCE_CHECKS)}) "
+            "one interpreter given: the run-once checks "
+            f"({', '.join(label for label, _, _ in ONCE_CHECKS)}) "
             "are left out; they need the full matrix (make test without PYTHON=)"
         )
     ready = prepare(envs)
@@ -733,7 +741,7 @@ def cmd_test(a) -> int:
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print()
     for r in [head, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
     for line in aborts:
         print(f"ABORTED {line}")
     print(f"{tp} passed, {tf} failed, {ts} skipped")
@@ -775,7 +783,8 @@ def main() -> int:
         "comma-separated matrix names (e.g. cp312-pyenv,cp314-sid), or one interpreter's path"
     )
     python_help = (
-        "test exactly this interpreter (e.g. a CPython build tree's ./python) in a venv made from it; "
+        "test exactly this interpreter (e.g. a CPython build tree's ./python) in a venv made from "
+        "it; "
         "no pyenv, no Debian root, no root"
     )
     for name, fn in (("provision", cmd_provision), ("build", cmd_build), ("probe", cmd_probe)):

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -77,7 +76,7 @@ def run_doxygen(app: Sphinx) -> None:
     proc = subprocess.run(
         [exe, "-"], input=config, cwd=REPO, capture_output=True, text=True, timeout=300
     )
-    lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
+    lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
     # One message per "file:line: warning|error: text"; indented lines that
     # follow belong to it (e.g. the list of undocumented parameters).
     messages: list[tuple[str | None, str]] = []
@@ -312,10 +311,12 @@ def repo_pages(app):
                     )
                 else:
                     rows.append(
-                        f'<li><code class="literal">{child.name}{"/" if child.is_dir() else ""}</code></li>'
+                        f'<li><code class="literal">{child.name}'
+                        f"{'/' if child.is_dir() else ''}</code></li>"
                     )
             body = (
-                f"<h1>{rel}/</h1><p>A directory of the repository; the entries that the documentation "
+                f"<h1>{rel}/</h1><p>A directory of the repository; the entries that the "
+                "documentation "
                 f"names link to their text.</p><ul>{''.join(rows)}</ul>"
             )
         else:
@@ -979,8 +980,8 @@ def sequence_to_dot(lines: list[str]) -> str:
                 f"m{i}a -> m{i}b [arrowhead=none]; m{i}b -> m{i}c [arrowhead=none]; m{i}c -> m{i}d;"
             )
             out.append(
-                f'm{i}t [pos="{x + 0.4 + char_in * len(text) / 2:.3f},{y}!", shape=plaintext, width=0, '
-                f'height=0, margin=0, fontsize={msg_pt}, label="{t}"];'
+                f'm{i}t [pos="{x + 0.4 + char_in * len(text) / 2:.3f},{y}!", '
+                f'shape=plaintext, width=0, height=0, margin=0, fontsize={msg_pt}, label="{t}"];'
             )
         else:
             xa, xb = col[a] * width, col[b] * width
@@ -1227,7 +1228,7 @@ def _public_signature(obj, name: str) -> re.Match | None:
     doc = getattr(obj, "__doc__", None)
     if not isinstance(doc, str):
         return None
-    lines = [l.strip() for l in doc.splitlines() if l.strip()]
+    lines = [ln.strip() for ln in doc.splitlines() if ln.strip()]
     short = name.rsplit(".", 1)[-1]
     if (
         len(lines) < 2

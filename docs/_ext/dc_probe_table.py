@@ -87,7 +87,8 @@ def free_threaded_line(results: list[dict], said: str = "") -> str:
             f"{len(known)} interpreters)."
         )
     return (
-        f"Free-threaded build (``Py_GIL_DISABLED``): none of the {len(known)} interpreters measured is "
+        f"Free-threaded build (``Py_GIL_DISABLED``): none of the {len(known)} interpreters "
+        "measured is "
         "one, so no column here says anything about free-threaded CPython."
     )
 
@@ -243,7 +244,8 @@ def render(
     burst = [r for r in results if isinstance(r.get("reference_burst"), dict)]
     if burst:
         out += [
-            "The reference on one burst of destructor callbacks (``deferred_cleanup.reference_burst``):",
+            "The reference on one burst of destructor callbacks "
+            "(``deferred_cleanup.reference_burst``):",
             "",
             ".. list-table::",
             "   :header-rows: 1",

@@ -19,7 +19,7 @@ n, wait_s, delay_s = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 dc.configure(exit_wait_s=wait_s)
 driver = dc.SimulatedDriver()
 g = driver.create_graph()
-for i in range(n):
+for _ in range(n):
     g.attach(object())
 driver.set_hold(True)
 g.destroy()

@@ -102,7 +102,7 @@ g0 = driver.create_graph()
 pids = []
 
 if mode == "main":
-    for i in range(50):
+    for _ in range(50):
         g0.attach(object())
     g0.destroy()  # the driver's worker is delivering while we fork
     start = time.monotonic()

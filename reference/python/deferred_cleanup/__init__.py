@@ -268,7 +268,8 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
         raise ValueError("reference_burst: threads must be from 1 to 1024")
     if threads > callbacks:
         raise ValueError(
-            f"threads ({threads}) must not exceed callbacks ({callbacks}): each thread fires at least one"
+            f"threads ({threads}) must not exceed callbacks ({callbacks}): each thread fires at "
+            "least one"
         )
     drain_now()
     driver = SimulatedDriver()
@@ -285,7 +286,8 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
     while counters()["cleaned"] < target:
         if _time.monotonic() > deadline:
             raise TimeoutError(
-                f"reference_burst: {counters()['cleaned'] - before['cleaned']} of {callbacks} cleaned after {timeout_s} s"
+                f"reference_burst: {counters()['cleaned'] - before['cleaned']} of {callbacks} "
+                f"cleaned after {timeout_s} s"
             )
         _time.sleep(0.0002)
     driver.wait_idle(timeout_s)

@@ -93,8 +93,9 @@ i.e. before 3.15); the view is made at import with
     ``PyInterpreterGuard_FromView(view)`` returns a guard.
 ``pep788.guard_allocs`` (int)
     Allocations made inside that one call, all allocator domains together.
-``pep788.guard_alloc_domain`` (str: ``"raw"`` / ``"mem"`` / ``"obj"`` joined by ``+``, or ``"none"``)
-    The domains they came from.
+``pep788.guard_alloc_domain`` (str)
+    The domains they came from: ``"raw"`` / ``"mem"`` / ``"obj"`` joined by ``+``, or
+    ``"none"``.
 ``pep788.guard_in_atexit`` (bool)
     A guard is granted inside the last Python ``atexit`` handler.
 ``pep788.guard_in_py_atexit`` (bool)
@@ -155,7 +156,8 @@ TABLE: tuple[Fact, ...] = (
         "capacity",
         *_OLD,
         31,
-        "Include/internal/pycore_interp.h (v3.10.0, v3.11.0) and Include/internal/pycore_ceval_state.h (v3.12.0): "
+        "Include/internal/pycore_interp.h (v3.10.0, v3.11.0) and "
+        "Include/internal/pycore_ceval_state.h (v3.12.0): "
         "NPENDINGCALLS = 32; " + _CEVAL_310 + " / " + _GIL_312 + " _push_pending_call refuses when "
         "(last + 1) % NPENDINGCALLS == first, so a ring of 32 keeps one slot free",
     ),
@@ -163,11 +165,13 @@ TABLE: tuple[Fact, ...] = (
         "capacity",
         *_NEW,
         32,
-        "Include/internal/pycore_ceval_state.h (v3.13.0, v3.14.0): MAXPENDINGCALLS_MAIN = 32 is the max of "
+        "Include/internal/pycore_ceval_state.h (v3.13.0, v3.14.0): MAXPENDINGCALLS_MAIN = 32 is "
+        "the max of "
         "_PyRuntime.ceval.pending_mainthread; "
         + _GIL_313
         + " _push_pending_call refuses when npending == max "
-        "(counted, no free slot kept); gh-104812 (PR #104813) made Py_AddPendingCall target pending_mainthread",
+        "(counted, no free slot kept); gh-104812 (PR #104813) made Py_AddPendingCall target "
+        "pending_mainthread",
     ),
     # ---- 2. behaviour when full
     Fact(
@@ -216,7 +220,8 @@ TABLE: tuple[Fact, ...] = (
         + _GIL_312
         + " / "
         + _GIL_313
-        + ": a refused registration returns -1 without setting an exception (no PyErr_* call on that path)",
+        + ": a refused registration returns -1 without setting an exception (no PyErr_* call on "
+        "that path)",
     ),
     Fact(
         "full.evicted",
@@ -271,7 +276,8 @@ TABLE: tuple[Fact, ...] = (
         32,
         _GIL_313
         + " _make_pending_calls: maxloop = MAXPENDINGCALLSLOOP_MAIN = 0 means 'max' (32) for "
-        "pending_mainthread (Include/internal/pycore_ceval_state.h v3.13.0), so one check runs all 32",
+        "pending_mainthread (Include/internal/pycore_ceval_state.h v3.13.0), so one check runs all "
+        "32",
     ),
     Fact(
         "breaker.batch_all",
@@ -287,14 +293,16 @@ TABLE: tuple[Fact, ...] = (
         "the eval loop's eval-breaker handler ("
         + _CEVAL_310
         + " eval_frame_handle_pending; Python/ceval_gil.c "
-        "_Py_HandlePending v3.12.0, v3.13.0) returns -1 and the loop jumps to its error label: the exception is "
+        "_Py_HandlePending v3.12.0, v3.13.0) returns -1 and the loop jumps to its error label: the "
+        "exception is "
         "raised in the Python frame running at the check",
     ),
     Fact(
         "exception.rest_kept",
         *_ALL,
         True,
-        "make_pending_calls stops at the first failure without dropping the rest and signals pending calls "
+        "make_pending_calls stops at the first failure without dropping the rest and signals "
+        "pending calls "
         "again ("
         + _CEVAL_310
         + " SIGNAL_PENDING_CALLS on error; "
@@ -311,7 +319,8 @@ TABLE: tuple[Fact, ...] = (
         + " make_pending_calls / "
         + _GIL_313
         + " _make_pending_calls "
-        "return -1 right after the failing call, so the remaining calls run at the next eval-breaker check, "
+        "return -1 right after the failing call, so the remaining calls run at the next "
+        "eval-breaker check, "
         "after the exception was raised",
     ),
     # ---- 4. delay
@@ -319,8 +328,10 @@ TABLE: tuple[Fact, ...] = (
         "delay.busy_python",
         *_OLD,
         "starved",
-        "gh-95820 (open for 3.10-3.12): since bpo-40010 (PR #19091, 3.9) SIGNAL_PENDING_CALLS recomputes "
-        "eval_breaker with _Py_ThreadCanHandlePendingCalls() of the calling thread, false on a foreign thread ("
+        "gh-95820 (open for 3.10-3.12): since bpo-40010 (PR #19091, 3.9) SIGNAL_PENDING_CALLS "
+        "recomputes "
+        "eval_breaker with _Py_ThreadCanHandlePendingCalls() of the calling thread, false on a "
+        "foreign thread ("
         + _CEVAL_310
         + ", "
         + _GIL_312
@@ -333,25 +344,29 @@ TABLE: tuple[Fact, ...] = (
         "ran",
         _GIL_313
         + " _PyEval_AddPendingCall sets _PY_CALLS_TO_DO_BIT directly on _PyRuntime.main_tstate's "
-        "eval_breaker (per-thread eval breaker, gh-112175 PR #115194; flags merged by gh-109369 PR #109846)",
+        "eval_breaker (per-thread eval breaker, gh-112175 PR #115194; flags merged by gh-109369 PR "
+        "#109846)",
     ),
     Fact(
         "delay.sleep",
         *_ALL,
         "after-sleep",
-        "time.sleep releases the GIL; on re-taking it the main thread recomputes its eval breaker (Python/ceval_gil.h "
+        "time.sleep releases the GIL; on re-taking it the main thread recomputes its eval breaker "
+        "(Python/ceval_gil.h "
         "v3.10.0, v3.11.0 and "
         + _GIL_312
         + " take_gil: COMPUTE_EVAL_BREAKER, bpo-40010; "
         + _GIL_313
-        + " take_gil: update_eval_breaker_for_thread, gh-112175), so the call runs right after the sleep, "
+        + " take_gil: update_eval_breaker_for_thread, gh-112175), so the call runs right after the "
+        "sleep, "
         "never during it",
     ),
     Fact(
         "delay.c_call",
         *_ALL,
         "after-call",
-        "same take_gil path as delay.sleep: Py_END_ALLOW_THREADS re-takes the GIL (Python/ceval_gil.h v3.10.0, "
+        "same take_gil path as delay.sleep: Py_END_ALLOW_THREADS re-takes the GIL "
+        "(Python/ceval_gil.h v3.10.0, "
         "v3.11.0 and " + _GIL_312 + " take_gil; " + _GIL_313 + " update_eval_breaker_for_thread)",
     ),
     # ---- 3. who runs the calls
@@ -377,7 +392,8 @@ TABLE: tuple[Fact, ...] = (
         + _GIL_312
         + " and "
         + _GIL_313
-        + " make_pending_calls: the other Python thread never takes a main-thread-only call; the call "
+        + " make_pending_calls: the other Python thread never takes a main-thread-only call; the "
+        "call "
         "waits for the main thread to come back from its sleep",
     ),
     # ---- 8. subinterpreters
@@ -386,19 +402,26 @@ TABLE: tuple[Fact, ...] = (
         (3, 10),
         (3, 11),
         "lost",
-        "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall asks _PyThreadState_GET() first (bpo-39984, PR #19066); "
-        "in 3.10/3.11 that reads _PyRuntime.gilstate.tstate_current (Include/internal/pycore_pystate.h "
-        "_PyRuntimeState_GetThreadState), the GIL holder's thread state, from any thread. While a subinterpreter "
-        "holds the GIL the foreign add lands in the subinterpreter's queue; the add does not set its eval breaker "
-        "(gh-95820), so a busy subinterpreter never runs it, and Py_EndInterpreter discards the queue",
+        "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall asks _PyThreadState_GET() first "
+        "(bpo-39984, PR #19066); "
+        "in 3.10/3.11 that reads _PyRuntime.gilstate.tstate_current "
+        "(Include/internal/pycore_pystate.h "
+        "_PyRuntimeState_GetThreadState), the GIL holder's thread state, from any thread. While a "
+        "subinterpreter "
+        "holds the GIL the foreign add lands in the subinterpreter's queue; the add does not set "
+        "its eval breaker "
+        "(gh-95820), so a busy subinterpreter never runs it, and Py_EndInterpreter discards the "
+        "queue",
     ),
     Fact(
         "subinterp.runner",
         (3, 12),
         (3, 15),
         "main",
-        "Python/ceval_gil.c v3.12.0+ Py_AddPendingCall always uses _PyInterpreterState_Main() with the "
-        "main-thread-only flag (gh-104812, PR #104813), and only the main interpreter's main thread drains "
+        "Python/ceval_gil.c v3.12.0+ Py_AddPendingCall always uses _PyInterpreterState_Main() with "
+        "the "
+        "main-thread-only flag (gh-104812, PR #104813), and only the main interpreter's main "
+        "thread drains "
         "pending_mainthread ("
         + _GIL_312
         + ", "
@@ -413,15 +436,18 @@ TABLE: tuple[Fact, ...] = (
         False,
         _PYLIFE
         + ": the Python atexit callbacks (call_py_exitfuncs in 3.10, _PyAtExit_Call from 3.11) run "
-        "before _PyRuntimeState_SetFinalizing, which is what Py_IsFinalizing()/_Py_IsFinalizing() reads",
+        "before _PyRuntimeState_SetFinalizing, which is what Py_IsFinalizing()/_Py_IsFinalizing() "
+        "reads",
     ),
     Fact(
         "atexit.foreign_add_runs",
         *_OLD,
         False,
         _PYLIFE
-        + " calls _Py_FinishPendingCalls before the atexit callbacks, never after; a foreign add does "
-        "not set the eval breaker (gh-95820), so the handler's remaining bytecode does not run it either",
+        + " calls _Py_FinishPendingCalls before the atexit callbacks, never after; a foreign add "
+        "does "
+        "not set the eval breaker (gh-95820), so the handler's remaining bytecode does not run it "
+        "either",
     ),
     Fact(
         "atexit.foreign_add_runs",
@@ -449,15 +475,16 @@ TABLE: tuple[Fact, ...] = (
         "py_atexit.initialized",
         *_ALL,
         False,
-        _PYLIFE
-        + ": runtime->initialized is cleared right after the atexit callbacks, and call_ll_exitfuncs "
+        _PYLIFE + ": runtime->initialized is cleared right after the atexit callbacks, and "
+        "call_ll_exitfuncs "
         "(the Py_AtExit callbacks) runs at the very end",
     ),
     Fact(
         "after_finalize.outcome",
         *_OLD,
         "crash",
-        "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall falls back to _PyRuntime.interpreters.main, NULL after "
+        "Python/ceval.c v3.10.0/v3.11.0 Py_AddPendingCall falls back to "
+        "_PyRuntime.interpreters.main, NULL after "
         "finalization, and dereferences it in _PyEval_AddPendingCall; "
         + _GIL_312
         + " _PyEval_AddPendingCall "
@@ -467,9 +494,10 @@ TABLE: tuple[Fact, ...] = (
         "after_finalize.outcome",
         *_NEW,
         "no-op",
-        _GIL_313
-        + " _PyEval_AddPendingCall only touches static runtime state (_PyRuntime.ceval.pending_mainthread "
-        "and the statically allocated main thread state's eval breaker); the call is queued and never run",
+        _GIL_313 + " _PyEval_AddPendingCall only touches static runtime state "
+        "(_PyRuntime.ceval.pending_mainthread "
+        "and the statically allocated main thread state's eval breaker); the call is queued and "
+        "never run",
     ),
     Fact(
         "after_finalize.signal",
@@ -482,9 +510,8 @@ TABLE: tuple[Fact, ...] = (
         "after_finalize.returns",
         *_OLD,
         None,
-        "see after_finalize.outcome: the process dies inside Py_AddPendingCall (Python/ceval.c v3.10.0/v3.11.0, "
-        + _GIL_312
-        + "), so there is no return value",
+        "see after_finalize.outcome: the process dies inside Py_AddPendingCall (Python/ceval.c "
+        "v3.10.0/v3.11.0, " + _GIL_312 + "), so there is no return value",
     ),
     Fact(
         "after_finalize.returns",
@@ -500,8 +527,10 @@ TABLE: tuple[Fact, ...] = (
             (3, 10),
             (3, 14),
             "absent",
-            "Include/pystate.h (v3.14.0) declares no PyInterpreterGuard; PEP 788 came with gh-149101 "
-            "(Include/pystate.h v3.15.0rc1, 'PEP 788 -- Protection against interpreter finalization')",
+            "Include/pystate.h (v3.14.0) declares no PyInterpreterGuard; PEP 788 came with "
+            "gh-149101 "
+            "(Include/pystate.h v3.15.0rc1, 'PEP 788 -- Protection against interpreter "
+            "finalization')",
         )
         for f in (
             "pep788.guard_from_foreign",
@@ -520,7 +549,8 @@ TABLE: tuple[Fact, ...] = (
         (3, 15),
         True,
         _PYSTATE_315 + " PyInterpreterGuard_FromView: looks the view's id up under HEAD_LOCK and "
-        "increments interp->finalization_guards unless it is _PyInterpreterGuard_GUARDS_NOT_ALLOWED; "
+        "increments interp->finalization_guards unless it is "
+        "_PyInterpreterGuard_GUARDS_NOT_ALLOWED; "
         "it needs no thread state (no _PyThreadState_GET on that path)",
     ),
     Fact(
@@ -554,7 +584,8 @@ TABLE: tuple[Fact, ...] = (
         (3, 15),
         False,
         _PYLIFE_315 + " _Py_Finalize: make_pre_finalization_calls leaves finalization_guards at "
-        "_PyInterpreterGuard_GUARDS_NOT_ALLOWED, and call_ll_exitfuncs (the Py_AtExit callbacks) runs at "
+        "_PyInterpreterGuard_GUARDS_NOT_ALLOWED, and call_ll_exitfuncs (the Py_AtExit callbacks) "
+        "runs at "
         "the end of _Py_Finalize",
     ),
     Fact(
@@ -584,8 +615,10 @@ TABLE: tuple[Fact, ...] = (
         (3, 15),
         "not-run",
         _PYLIFE_315 + " make_pre_finalization_calls: after the guard wait it loops again only when "
-        "interp_has_pending_calls, which reads interp->ceval.pending.npending, while Py_AddPendingCall "
-        "fills _PyRuntime.ceval.pending_mainthread (Python/ceval_gil.c v3.15.0rc1 _PyEval_AddPendingCall); "
+        "interp_has_pending_calls, which reads interp->ceval.pending.npending, while "
+        "Py_AddPendingCall "
+        "fills _PyRuntime.ceval.pending_mainthread (Python/ceval_gil.c v3.15.0rc1 "
+        "_PyEval_AddPendingCall); "
         "no later step of _Py_Finalize makes pending calls",
     ),
 )
@@ -666,7 +699,7 @@ def _check_table() -> None:
     """
     for name in FIELDS:
         rs = sorted(rows(name), key=lambda r: r.lo)
-        for a, b in zip(rs, rs[1:]):
+        for a, b in zip(rs, rs[1:], strict=False):
             assert a.hi < b.lo, f"overlapping rows for {name}"
 
 

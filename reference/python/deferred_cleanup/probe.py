@@ -3,8 +3,9 @@
 ``python -m deferred_cleanup.probe`` prints one table; ``--json PATH`` also
 writes the measurements as JSON; ``--check`` compares them with the expected
 table (:mod:`deferred_cleanup.cpython_facts`) and exits 1 on a difference
-(``--help`` says how long it takes and what each exit status means).  The measurements themselves are taken in C++
-(``deferred_cleanup._native.probe``) from a *foreign thread*: a plain
+(``--help`` says how long it takes and what each exit status means).  The
+measurements themselves are taken in C++ (``deferred_cleanup._native.probe``)
+from a *foreign thread*: a plain
 ``std::thread`` with no Python thread state, like CUDA's user-object destructor
 thread.  This module only orchestrates: it holds the main thread in a
 pure-Python loop, in ``time.sleep`` or in a C call when that is the point of a
@@ -466,7 +467,7 @@ def _run_child(kind: str) -> tuple[int, list[str]]:
         env=dict(os.environ, PYTHONFAULTHANDLER=""),
     )
     return p.returncode, p.stdout.decode(errors="replace").splitlines() + [
-        "stderr:" + l for l in p.stderr.decode(errors="replace").splitlines()[-5:]
+        "stderr:" + ln for ln in p.stderr.decode(errors="replace").splitlines()[-5:]
     ]
 
 
@@ -487,7 +488,7 @@ def probe_finalization(fields: dict, extra: dict) -> None:
     :returns: None.
     """
     rc, lines = _run_child("finalize-foreign")
-    kv = dict(l.split("=", 1) for l in lines if "=" in l and not l.startswith("stderr:"))
+    kv = dict(ln.split("=", 1) for ln in lines if "=" in ln and not ln.startswith("stderr:"))
     fields["atexit.finalizing"] = (
         kv.get("atexit_finalizing") == "1" if "atexit_finalizing" in kv else "no-report"
     )
@@ -499,13 +500,13 @@ def probe_finalization(fields: dict, extra: dict) -> None:
         outcome, sig = "crash", _signal_name(rc)
     elif "ran:99" in lines:
         outcome, sig = "ran", "none"
-    elif any(l.startswith("after:rc:") for l in lines):
+    elif any(ln.startswith("after:rc:") for ln in lines):
         outcome, sig = "no-op", "none"
     else:
         outcome, sig = f"exit {rc}", "none"
     fields["after_finalize.outcome"] = outcome
     fields["after_finalize.signal"] = sig
-    rcs = [l.split(":", 2)[2] for l in lines if l.startswith("after:rc:")]
+    rcs = [ln.split(":", 2)[2] for ln in lines if ln.startswith("after:rc:")]
     fields["after_finalize.returns"] = int(rcs[0]) if rcs else None
     extra["finalize-foreign"] = {"rc": rc, "lines": lines}
     rc2, lines2 = _run_child("finalize-main")
@@ -575,7 +576,7 @@ def probe_pep788(fields: dict, extra: dict) -> None:
         tracemalloc.stop()
     extra["pep788.tracemalloc"] = t
     rc, lines = _run_child("pep788")
-    kv = dict(l.split("=", 1) for l in lines if "=" in l and not l.startswith("stderr:"))
+    kv = dict(ln.split("=", 1) for ln in lines if "=" in ln and not ln.startswith("stderr:"))
     num = lambda k: float(kv[k]) if k in kv else None  # noqa: E731
     fields["pep788.guard_in_atexit"] = kv.get("pep788:atexit_guard") == "1"
     fields["pep788.guard_in_py_atexit"] = kv.get("pep788:py_atexit_guard") == "1"
@@ -770,7 +771,8 @@ environment: DC_INTERPRETER_NAME and DC_INTERPRETER_SOURCE name the
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``python -m deferred_cleanup.probe [--json PATH] [--check [--strict]] [--load PATH]``.
+    """Command line:
+    ``python -m deferred_cleanup.probe [--json PATH] [--check [--strict]] [--load PATH]``.
 
     :param argv: arguments (list[str]; default ``sys.argv[1:]``).
     :returns: exit status (int): 0, or 1 when ``--check`` (or ``--strict``) finds a
@@ -842,13 +844,15 @@ def main(argv: list[str] | None = None) -> int:
     v = f"{c.against[0]}.{c.against[1]}"
     if not c.diffs:
         print(
-            f"check: no difference from the expected table for {v} ({len(cpython_facts.FIELDS)} fields)"
+            f"check: no difference from the expected table for {v} ({len(cpython_facts.FIELDS)} "
+            "fields)"
         )
     elif c.fails(a.strict):
         print(f"check: {len(c.diffs)} difference(s) from the expected table for {v}: exit 1")
     else:
         print(
-            f"check: {len(c.diffs)} difference(s) from {v}, the newest row, on CPython {c.version}: "
+            f"check: {len(c.diffs)} difference(s) from {v}, the newest row, on CPython "
+            f"{c.version}: "
             f"exit 0 (--strict makes them fail)"
         )
     return 1 if c.fails(a.strict) else 0

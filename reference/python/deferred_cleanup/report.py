@@ -131,7 +131,8 @@ class Check:
         if not self.newer:
             tail = f" ({self.name})" if with_name else ""
             return [
-                f"CPython behaviour changed: {self.version} {f} expected {fmt(e)}, measured {fmt(m)}{tail}"
+                f"CPython behaviour changed: {self.version} {f} expected {fmt(e)}, measured "
+                f"{fmt(m)}{tail}"
                 for f, e, m in self.diffs
             ]
         v = f"{self.against[0]}.{self.against[1]}"
@@ -206,7 +207,10 @@ def free_threaded(results: list[dict], outside: Path | None = None) -> str:
     if ft:
         line = "measured on " + ", ".join(ft)
     else:
-        line = f"not available (no Py_GIL_DISABLED build among the {len(results)} interpreter(s) measured)"
+        line = (
+            f"not available (no Py_GIL_DISABLED build among the {len(results)} "
+            "interpreter(s) measured)"
+        )
     if outside is not None:
         names = outside_ci(outside)
         line += (
@@ -274,7 +278,9 @@ def text_table(rows: list[list[str]]) -> str:
     :returns: str.
     """
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows
+    )
 
 
 def md_table(rows: list[list[str]]) -> str:
@@ -330,7 +336,10 @@ def main(argv: list[str] | None = None) -> int:
         "--outside-ci",
         type=Path,
         metavar="DIR",
-        help="also name the free-threaded runs saved in DIR (notes/interpreters), measured outside CI",
+        help=(
+            "also name the free-threaded runs saved in DIR (notes/interpreters), "
+            "measured outside CI"
+        ),
     )
     ap.add_argument("files", nargs="*", type=Path, help="probe JSON files, one per interpreter")
     a = ap.parse_args(argv)
@@ -353,7 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if newer and not a.strict:
         summary += (
-            f"; {sum(len(c.diffs) for c in newer)} difference(s) of {len(newer)} interpreter(s) newer "
+            f"; {sum(len(c.diffs) for c in newer)} difference(s) of {len(newer)} interpreter(s) "
+            "newer "
             f"than the table, not counted (--strict counts them)"
         )
     ft_line = "free-threaded: " + free_threaded(results, a.outside_ci)
