@@ -10,7 +10,6 @@ Python/pylifecycle.c Py_FinalizeEx; cuda-python PR #2371.
 import signal
 
 import pytest
-
 from deferred_cleanup import cpython_facts
 
 
@@ -58,6 +57,21 @@ def test_reference_waits_out_a_producer_held_in_the_gate(scenario):
     assert s["gate_hook_passes"] == 1
     assert s["cleaned"] == 1, "the final drain runs after the held producer left the gate"
     assert s["schedule_attempts"] == 1
+
+
+def test_reference_final_drain_comes_after_the_gate_wait(scenario):
+    """A producer held in the gate at exit; while the exit sequence waits it
+    out, another destructor pushes (after the close, so it gets no pending
+    call).  The final drain runs after the gate wait, so it releases that
+    payload too, on the main thread; a drain before the wait would leak it."""
+    out = scenario("pushed_during_gate_wait", variant="reference")
+    assert out["result"] == {"held": True, "created": 2}, out["stderr"]
+    s = _accounting(out, 2)
+    assert s["gate_timeouts"] == 0
+    assert s["gate_hook_passes"] == 1 and s["schedule_attempts"] == 1, s  # B: no pending call
+    released = sorted(ln for ln in out["stdout"].splitlines() if ln.startswith("released "))
+    assert released == ["released A main=True", "released B main=True"], (released, s)
+    assert s["cleaned"] == 2 and s["leaked_at_shutdown"] == 0, s
 
 
 @pytest.mark.parametrize("variant", ["seed", "cuda-core-1.2"])

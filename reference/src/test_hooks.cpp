@@ -39,6 +39,10 @@ struct GateHold {
   bool held = false;
   bool released = false;
   int passes = 0;  // producers that went through the hook while armed
+  // Released by the held producer once the exit sequence has closed the gate
+  // (then it waits for that driver's calls before it leaves): a producer
+  // that pushes while the exit sequence waits out the gate.
+  std::shared_ptr<SimulatedDriver> release_at_close;
 };
 GateHold g_hold;
 // Fast path: a producer that finds the hook disarmed takes no lock.  Set with
@@ -104,8 +108,9 @@ py::dict test_saturate(const std::shared_ptr<SimulatedDriver>& d, int threads, i
   return r;
 }
 
-void arm_gate_hold(py::object hold_ms) {
+void arm_gate_hold(py::object hold_ms, std::shared_ptr<SimulatedDriver> release_at_close) {
   std::lock_guard<std::mutex> lk(g_hold.mu);
+  g_hold.release_at_close = std::move(release_at_close);
   g_hold.armed = true;
   g_hold.released = false;
   g_hold.held = false;
@@ -131,6 +136,21 @@ void release_gate() {
   g_hold.cv.notify_all();
 }
 
+/// The held producer, before its hold: wait until the reference queue is
+/// closed (bounded 20 s), let the exit sequence run on for 50 ms, then
+/// release `d`'s held destructor calls and wait for them (5 s bound).
+/// Thread: the held producer, g_hold.mu not held.
+void release_when_closed(SimulatedDriver& d) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (g_reference != nullptr && g_reference->accepting() &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  d.release(1);
+  d.wait_idle(std::chrono::milliseconds(5000));
+}
+
 }  // namespace
 
 void test_hook_in_gate(const void*) {
@@ -143,6 +163,11 @@ void test_hook_in_gate(const void*) {
   g_hold.armed = false;
   g_hold.held = true;
   g_hold.cv.notify_all();
+  if (auto d = std::move(g_hold.release_at_close)) {
+    lk.unlock();
+    release_when_closed(*d);
+    lk.lock();
+  }
   // "until released" still has a safety bound, so a broken test cannot hang.
   const auto bound = g_hold.until_release ? std::chrono::milliseconds(20000) : g_hold.hold;
   g_hold.cv.wait_for(lk, bound, [] { return g_hold.released; });
@@ -196,11 +221,15 @@ void register_test_hooks(py::module_& m) {
       "_test_noop_runs", [] { return g_noop_runs.load(std::memory_order_relaxed); },
       "_test_noop_runs() -> int\n\nHow many of _test_saturate's no-op pending calls have run.");
   m.def("_test_arm_gate_hold", &arm_gate_hold, py::arg("hold_ms") = py::none(),
-        "_test_arm_gate_hold(hold_ms: int | None = None) -> None\n\nHold the next producer that "
+        py::arg("release_at_close") = nullptr,
+        "_test_arm_gate_hold(hold_ms: int | None = None, release_at_close: SimulatedDriver | "
+        "None = None) -> None\n\nHold the next producer that "
         "reaches the "
         "window before Py_AddPendingCall for hold_ms milliseconds, or (None) until "
         "_test_release_gate() or "
-        "the Py_AtExit backstop releases it (20 s safety bound).");
+        "the Py_AtExit backstop releases it (20 s safety bound).  With release_at_close, the "
+        "held producer first waits until the exit sequence closes the gate, then 50 ms, then "
+        "releases that driver's held destructor calls and waits for them (5 s).");
   m.def("_test_wait_gate_held", &wait_gate_held, py::arg("timeout_s") = 10.0,
         "_test_wait_gate_held(timeout_s: float = 10.0) -> bool\n\nWait (GIL released) until a "
         "producer is "

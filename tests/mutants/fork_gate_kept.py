@@ -1,0 +1,19 @@
+"""A fork() child keeps the parent's count of producers inside the gate."""
+
+FILE = "reference/include/deferred_cleanup/queue.hpp"
+FIND = """\
+    in_flight_.store(0, std::memory_order_relaxed);
+    // One thread in the child.
+    scheduled_.store(false, std::memory_order_relaxed);
+"""
+REPLACE = """\
+    // MUTANT: the parent's producers inside the gate stay counted in the child
+    scheduled_.store(false, std::memory_order_relaxed);
+"""
+PROPERTY = (
+    "a fork() child counts no producer inside the gate: the threads of the parent's do not exist "
+    "there, so its exit must not wait for them"
+)
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_fork.py -k gate"]
+KILLING_TESTS = ["test_child_cleans_new_payloads[gate]"]
+NOTE = "the child's exit waits out its gate bound (5 s) for a producer that does not exist there"
