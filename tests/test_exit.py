@@ -7,10 +7,10 @@ destructors that do not run within the exit wait, and graphs still alive at
 exit, are counted and reported.  On 3.10-3.13 the exit hook runs after every
 other handler; from 3.14 (atexit calls its handlers from a copy of its list)
 handlers registered before the import run after it, and a graph they destroy
-gets the exit wait again at its destroy (exit.cpp, release_after_exit).  Each case runs in a fresh interpreter
-(tests/scenarios/), under a timeout; the Py_AtExit backstop writes the final
-counters (DC_STATS_AT_EXIT).  Sources: Python/pylifecycle.c Py_FinalizeEx
-(v3.12.0: atexit handlers run before the finalizing flag is set);
+gets the exit wait again at its destroy (exit.cpp, release_after_exit).  Each
+case runs in a fresh interpreter (tests/scenarios/), under a timeout; the
+Py_AtExit backstop writes the final counters (DC_STATS_AT_EXIT).  Sources:
+Python/pylifecycle.c Py_FinalizeEx (v3.12.0: atexit handlers run before the finalizing flag is set);
 Modules/atexitmodule.c (handlers run last-registered first).
 """
 

@@ -10,6 +10,7 @@ Python/pylifecycle.c Py_FinalizeEx; cuda-python PR #2371.
 import signal
 
 import pytest
+
 from deferred_cleanup import cpython_facts
 
 
