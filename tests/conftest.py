@@ -84,6 +84,12 @@ def pytest_collection_modifyitems(config, items):
                 break
 
 
+#: Where this session reports (tools/matrix.py sets it).  Taken out of the
+#: environment at once, so that pytest sessions that tests start themselves
+#: (tools/mutate.py's checks, the first-use tests) cannot overwrite the report.
+_SESSION_REPORT = os.environ.pop("DC_SESSION_REPORT", "")
+
+
 def _session_report(**fields) -> None:
     """Write what this session selected and how it ended to ``$DC_SESSION_REPORT``.
 
@@ -98,7 +104,7 @@ def _session_report(**fields) -> None:
     Returns:
         None.  Does nothing when the variable is unset.
     """
-    path = os.environ.get("DC_SESSION_REPORT")
+    path = _SESSION_REPORT
     if not path:
         return
     p = Path(path)

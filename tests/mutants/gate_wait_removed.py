@@ -8,8 +8,8 @@ KILLED_BY = [
     "cpp-asan",
     "pytest:cp312-pyenv:tests/test_shutdown.py -k final_drain_comes_after_the_gate_wait",
 ]
-KILLING_TESTS = [
-    "Shutdown.WaitsOutAProducerInsideTheGate",
-    "test_reference_final_drain_comes_after_the_gate_wait",
-]
+# Only the C++ test is named: make test's --fast run skips the pytest check, so
+# a pytest name here could not fail there (make mutate still needs the pytest
+# check to fail as a whole, KILLED_BY).
+KILLING_TESTS = ["Shutdown.WaitsOutAProducerInsideTheGate"]
 NOTE = ""
