@@ -215,6 +215,18 @@ def check_applies(m: Mutant, root: Path) -> str:
             "ignored), not once (stale mutant: re-point it)"
         )
     a, b = spans[0]
+    # The pattern starts and ends at non-whitespace characters, but FIND (and
+    # REPLACE) usually hold whole lines: take the match's indentation and its
+    # line end with it, or REPLACE's own indentation would be added to the
+    # file's (an IndentationError in a Python file).
+    if m.find[:1].isspace():
+        while a > 0 and text[a - 1] in " \t":
+            a -= 1
+    if m.find.endswith("\n"):
+        while b < len(text) and text[b] in " \t":
+            b += 1
+        if text[b : b + 1] == "\n":
+            b += 1
     return text[:a] + m.replace + text[b:]
 
 
