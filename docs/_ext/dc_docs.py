@@ -453,6 +453,22 @@ def _how(rel: str, tool: str, committed: str) -> str:
     return "Re-measured by this build of the site (``tools/docs.sh`` runs ``tools/evidence.py``)"
 
 
+def _load_evidence(directive, default):
+    """The JSON a lost-wakeup or gate table renders: the ``:json:`` option (or
+    ``default``), resolved by dc_evidence to the regenerated copy when there is
+    a current one.  Returns (committed, rel, path, data); a missing file is a
+    build error."""
+    from dc_evidence import resolve  # docs/_ext/dc_evidence.py
+
+    committed = directive.options.get("json", default)
+    rel = resolve(committed)
+    path = REPO / rel
+    directive.env.note_dependency(str(path))
+    if not path.exists():
+        raise directive.error(f"{rel} is missing: run `make lost-wakeup` and commit it")
+    return committed, rel, path, json.loads(path.read_text())
+
+
 class LostWakeupTable(SphinxDirective):
     """Render the JSON of tests/cpp/lost_wakeup.cpp as a table: one row per
     variant, then the machine and compiler it ran on.  The regenerated copy
@@ -462,15 +478,7 @@ class LostWakeupTable(SphinxDirective):
     option_spec = {"json": directives.unchanged}
 
     def run(self):
-        from dc_evidence import resolve  # docs/_ext/dc_evidence.py
-
-        committed = self.options.get("json", "notes/lost-wakeup/lost-wakeup.json")
-        rel = resolve(committed)
-        path = REPO / rel
-        self.env.note_dependency(str(path))
-        if not path.exists():
-            raise self.error(f"{rel} is missing: run `make lost-wakeup` and commit it")
-        data = json.loads(path.read_text())
+        committed, rel, path, data = _load_evidence(self, "notes/lost-wakeup/lost-wakeup.json")
         rows = [
             "   * - variant",
             "     - handoffs",
@@ -510,15 +518,7 @@ class GateSbTable(SphinxDirective):
     option_spec = {"json": directives.unchanged}
 
     def run(self):
-        from dc_evidence import resolve  # docs/_ext/dc_evidence.py
-
-        committed = self.options.get("json", "notes/lost-wakeup/gate-sb.json")
-        rel = resolve(committed)
-        path = REPO / rel
-        self.env.note_dependency(str(path))
-        if not path.exists():
-            raise self.error(f"{rel} is missing: run `make lost-wakeup` and commit it")
-        data = json.loads(path.read_text())
+        committed, rel, path, data = _load_evidence(self, "notes/lost-wakeup/gate-sb.json")
         head = [
             "policy",
             "iterations",
