@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "deferred_cleanup/callback.hpp"
@@ -223,6 +224,34 @@ std::uint64_t handshake_floor(std::uint64_t total) {
   return total / 20000 > 10 ? total / 20000 : 10;
 }
 
+// A round that meets the floor is the witness that the handshake was
+// exercised; on a loaded machine the consumer may hardly run while the
+// producers push everything, so a round below the floor is repeated (each
+// round checked in full) up to this many rounds before the test fails.
+constexpr int kHandshakeRounds = 5;
+
+// Runs rounds of `round` (which checks one round in full and returns it)
+// until one meets the handshake floor or kHandshakeRounds ran; returns the
+// best round's pending calls and its floor, and prints the rounds taken.
+template <class Round>
+std::pair<std::uint64_t, std::uint64_t> rounds_until_handshake(const char* what, Round round) {
+  std::uint64_t best = 0, floor = 0;
+  for (int i = 1; i <= kHandshakeRounds; ++i) {
+    const StressResult r = round();
+    if (::testing::Test::HasFailure()) return {r.host.added, handshake_floor(r.total)};
+    if (r.host.added >= best) {
+      best = r.host.added;
+      floor = handshake_floor(r.total);
+    }
+    if (best >= floor) {
+      std::printf("[stress] %s: handshake floor met in round %d of at most %d\n", what, i,
+                  kHandshakeRounds);
+      break;
+    }
+  }
+  return {best, floor};
+}
+
 void report(const char* variant, const char* what, const StressResult& r) {
   const auto& c = r.host;
   std::printf(
@@ -249,39 +278,50 @@ TYPED_TEST(Stress, RandomRefusalsAndEntryPoints) {
   cfg.capacity = 4;
   cfg.entry_every = 16;
   cfg.foreign = true;
-  const StressResult r = stress<TypeParam>(cfg);
-  report(TypeParam::name, "random refusals, entry points", r);
-  EXPECT_EQ(r.twice, 0u);
-  EXPECT_EQ(r.off_thread, 0u);
-  EXPECT_LE(r.host.max_ours_outstanding, 1u);
-  EXPECT_EQ(r.missing_after_wakeup, 0u);
-  if constexpr (TypeParam::variant == dc::Variant::reference) {
-    EXPECT_EQ(r.once, r.total);
-    EXPECT_EQ(r.missing, 0u);
-  }
-  EXPECT_GT(r.host.refused_random, 0u)
-      << "no random refusal happened: the test did not test retries";
-  EXPECT_GT(r.host.refused_full, 0u)
-      << "the ring was never full: the test did not test a full ring";
-  EXPECT_GE(r.host.added, handshake_floor(r.total))
-      << "few pending calls: the scheduled_ handshake hardly ran";
+  const auto [added, floor] = rounds_until_handshake("random refusals, entry points", [&] {
+    const StressResult r = stress<TypeParam>(cfg);
+    report(TypeParam::name, "random refusals, entry points", r);
+    EXPECT_EQ(r.twice, 0u);
+    EXPECT_EQ(r.off_thread, 0u);
+    EXPECT_LE(r.host.max_ours_outstanding, 1u);
+    EXPECT_EQ(r.missing_after_wakeup, 0u);
+    if constexpr (TypeParam::variant == dc::Variant::reference) {
+      EXPECT_EQ(r.once, r.total);
+      EXPECT_EQ(r.missing, 0u);
+    }
+    EXPECT_GT(r.host.refused_random, 0u)
+        << "no random refusal happened: the test did not test retries";
+    EXPECT_GT(r.host.refused_full, 0u)
+        << "the ring was never full: the test did not test a full ring";
+    return r;
+  });
+  EXPECT_GE(added, floor) << "few pending calls in " << kHandshakeRounds
+                          << " rounds: the scheduled_ handshake hardly ran";
 }
 
 // No refusals and no entry points: only the pending calls drain, so an item
 // whose wakeup was lost stays queued with no pending call to run it.
 TYPED_TEST(Stress, PendingCallsOnly) {
   StressConfig cfg;
-  const StressResult r = stress<TypeParam>(cfg);
-  report(TypeParam::name, "pending calls only", r);
-  EXPECT_EQ(r.twice, 0u);
-  EXPECT_EQ(r.off_thread, 0u);
-  EXPECT_LE(r.host.max_ours_outstanding, 1u);
-  EXPECT_EQ(r.missing_after_wakeup, 0u) << "stranded items not drained by the next wakeup";
+  const auto check = [&] {
+    const StressResult r = stress<TypeParam>(cfg);
+    report(TypeParam::name, "pending calls only", r);
+    EXPECT_EQ(r.twice, 0u);
+    EXPECT_EQ(r.off_thread, 0u);
+    EXPECT_LE(r.host.max_ours_outstanding, 1u);
+    EXPECT_EQ(r.missing_after_wakeup, 0u) << "stranded items not drained by the next wakeup";
+    if constexpr (TypeParam::variant == dc::Variant::reference) {
+      EXPECT_EQ(r.once, r.total);
+      EXPECT_EQ(r.missing, 0u) << "items stranded with no pending call: a lost wakeup";
+    }
+    return r;
+  };
   if constexpr (TypeParam::variant == dc::Variant::reference) {
-    EXPECT_EQ(r.once, r.total);
-    EXPECT_EQ(r.missing, 0u) << "items stranded with no pending call: a lost wakeup";
-    EXPECT_GE(r.host.added, handshake_floor(r.total))
-        << "few pending calls: the scheduled_ handshake hardly ran";
+    const auto [added, floor] = rounds_until_handshake("pending calls only", check);
+    EXPECT_GE(added, floor) << "few pending calls in " << kHandshakeRounds
+                            << " rounds: the scheduled_ handshake hardly ran";
+  } else {
+    check();
   }
   // The comparison variants' drain loops its take until a take comes back
   // empty, so while producers keep pushing one pending call may drain
