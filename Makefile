@@ -15,9 +15,10 @@ MATRIX_PYTHON ?= $(if $(PYTHON),$(PYTHON),python3)
 WHICH   = $(if $(PYTHON),--python $(PYTHON))
 MATRIX  = $(MATRIX_PYTHON) tools/matrix.py
 SOAK_N ?= 200
+REPEAT_N ?= 5
 LOST_WAKEUP_N ?= 2000000
 
-.PHONY: help probe test provision build docs bench sanitize tsan asan mutate soak gpu-compare lost-wakeup clean
+.PHONY: help probe test provision build docs bench sanitize tsan asan mutate soak repeat gpu-compare lost-wakeup clean
 
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
@@ -29,6 +30,8 @@ help:
 	@echo "make sanitize  the C++ core under ThreadSanitizer, then AddressSanitizer+UBSan"
 	@echo "make mutate    the mutation kill matrix: every mutant in tests/mutants/ must be killed (build/mutate/)"
 	@echo "make soak      finalization soak on every interpreter (SOAK_N=$(SOAK_N) runs per case)"
+	@echo "make repeat    the per-interpreter suite REPEAT_N=$(REPEAT_N) times with every core kept busy"
+	@echo "               (build/repeat/repeat.md): flakes that an idle machine hides"
 	@echo "make gpu-compare  scenarios A-E on cuda-core and on our cuda driver (needs a GPU, cuda-core and"
 	@echo "               deferred_cleanup installed in $(MATRIX_PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
 	@echo "make lost-wakeup  the lost wakeup on this CPU, per variant (LOST_WAKEUP_N=$(LOST_WAKEUP_N) handoffs),"
@@ -65,6 +68,9 @@ mutate:
 
 soak:
 	SOAK_N=$(SOAK_N) $(MATRIX) test $(WHICH) --no-once -- -m soak
+
+repeat:
+	$(MATRIX_PYTHON) tools/repeat_under_load.py --runs $(REPEAT_N)
 
 # Runs with $(PYTHON) as it is, python3 when not given (the GPU machine's own
 # interpreter, with cuda-core and this package installed); exits 2 with one line saying why
