@@ -373,27 +373,34 @@ def build(it: Interp, src_hash: str) -> None:
     run(
         in_env(
             it,
-            [
-                it.py,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "--no-build-isolation",
-                "--no-deps",
-                "-C",
-                f"build-dir=build/{it.key}",
-                "-C",
-                "cmake.build-type=RelWithDebInfo",
-                str(REPO),
-            ],
+            pip_install_argv(it, REPO, f"build/{it.key}"),
         ),
         log=log,
         cwd=REPO,
     )
     stamp.write_text(want)
     say(f"{it.name}: built in {time.monotonic() - t0:.0f} s")
+
+
+def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None = None) -> list:
+    """The one pip command that builds and installs the extension from src.
+
+    :param it: the interpreter whose pip runs (in its virtual environment)
+    :param src: the work tree to build (pyproject.toml, scikit-build-core)
+    :param build_dir: scikit-build-core's build directory (kept between builds)
+    :param target: install into this directory (``pip --target``) instead of
+        the environment; tools/mutate.py uses it so that a mutant's build
+        never replaces the shared environment's
+    :returns: the argument vector
+    """
+    where = ["--target", str(target)] if target is not None else []
+    return [
+        it.py,
+        *("-m", "pip", "install", "-q", "--disable-pip-version-check"),
+        *("--no-build-isolation", "--no-deps", *where),
+        *("-C", f"build-dir={build_dir}", "-C", "cmake.build-type=RelWithDebInfo"),
+        str(src),
+    ]
 
 
 _metadata: dict[str, dict] = {}
