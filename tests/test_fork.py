@@ -249,7 +249,7 @@ FORK_RECORDS = textwrap.dedent("""
             out["poll_within"] = dc.poll()  # drains `one` directly, re-arms: lost as well
             time.sleep(PAST_STALE_S)
             out["poll_past"] = dc.poll()    # past the bound: the main thread's call
-            out["claim_cleared_s"] = sleep_until(lambda: not dc.counters()["scheduled"], 2.0)
+            out["claim_cleared_s"] = sleep_until(lambda: not dc.counters()["scheduled"], BOUND_S)
         out["before_release"] = dict(snap(), released=len(released))
         producers.release(1)  # not an entry point: 200 destructor calls on a driver thread
         want = 201 if record == "superseded" else 200
