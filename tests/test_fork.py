@@ -13,7 +13,11 @@ child must exit promptly.  Source: POSIX fork(2) (only the calling thread is
 duplicated); CPython Doc/library/os.rst (register_at_fork).
 """
 
+import os
+import subprocess
+import sys
 import sysconfig
+import textwrap
 
 import pytest
 
@@ -182,3 +186,159 @@ def test_child_starts_with_every_call_record_reset(dc, recorder):
     deadline = time.monotonic() + 10
     while len(recorder.calls) < n and time.monotonic() < deadline:
         time.sleep(0.001)
+
+
+# The re-arm records in a fork() child (rearm_state.hpp, RearmState::
+# reset_after_fork).  A record inherited from the parent names a call that
+# does not exist in the child; the FIFO rule clears it only when a newer call
+# of ours runs there, so it shows only in a child whose own first call is lost
+# as well.  The parent loses its claim's call and every re-arm's call (test
+# hook _test_lose_calls) until the record is set, then forks with its queue
+# empty; the child loses its first call(s) again, and is then asked to
+# recover the way the reference does without the parent's records:
+#   superseded  a producer on a driver thread re-arms the stale claim within
+#               the bound (an inherited superseded record refuses it: a
+#               producer never goes past the bound);
+#   main        after two lost calls, a main-thread entry point adds its call
+#               past the bound (an inherited main-thread record refuses it).
+# Either way, with the reset, 200 payloads whose destructors run on a driver
+# thread afterwards are released by a pending call, on the child's main
+# thread, while it only sleeps; with the parent's record they wait for an
+# entry point.  Graphs are made before the first loss: attach() and destroy()
+# are entry points too.
+FORK_RECORDS = textwrap.dedent("""
+    import json, os, sys, threading, time, warnings
+    import deferred_cleanup as dc
+
+    record, path = sys.argv[1], sys.argv[2]
+    STALE_S, PAST_STALE_S, BOUND_S = 0.2, 0.3, 5.0
+    dc.configure(stale_claim_s=STALE_S)
+
+    def snap():
+        c = dc.counters()  # not an entry point
+        keys = ("pending_calls", "drain_cycles", "direct_drains", "rearms", "main_rearms",
+                "calls_outstanding", "scheduled", "forks")
+        return {k: c[k] for k in keys}
+
+    def sleep_until(pred, bound_s):
+        t0 = time.monotonic()
+        while not pred() and time.monotonic() - t0 < bound_s:
+            time.sleep(0.001)  # sleeping: pending calls may run, no entry point
+        return round(time.monotonic() - t0, 3)
+
+    def child():
+        me = threading.get_ident()
+        released = []
+        def fin(v):
+            released.append(threading.get_ident())
+        out = {"at_start": snap()}
+        producers = dc.SimulatedDriver()  # its thread re-arms (or schedules anew)
+        claimant = dc.SimulatedDriver()   # its thread makes the claim whose call is lost
+        many = producers.create_graph()
+        for i in range(200):
+            many.attach(i, fin)
+        one = claimant.create_graph()
+        one.attach(-1, fin)
+        producers.set_hold(True)
+        many.destroy()  # an entry point with nothing queued and no claim: nothing to do
+        dc._native._test_lose_calls(1 if record == "superseded" else 2)
+        one.destroy()   # the claimant's thread claims; the claim's call is lost
+        assert claimant.wait_idle(5)
+        time.sleep(PAST_STALE_S)
+        if record == "main":
+            out["poll_within"] = dc.poll()  # drains `one` directly, re-arms: lost as well
+            time.sleep(PAST_STALE_S)
+            out["poll_past"] = dc.poll()    # past the bound: the main thread's call
+            out["claim_cleared_s"] = sleep_until(lambda: not dc.counters()["scheduled"], BOUND_S)
+        out["before_release"] = dict(snap(), released=len(released))
+        producers.release(1)  # not an entry point: 200 destructor calls on a driver thread
+        want = 201 if record == "superseded" else 200
+        base = len(released) if record == "main" else 0
+        out["waited_s"] = sleep_until(lambda: len(released) - base >= want, BOUND_S)
+        out["end"] = dict(snap(), released=len(released) - base)
+        out["off_main"] = sum(1 for t in released if t != me)
+        dc.poll()  # a failing child cleans up here: its payloads waited for an entry point
+        with open(path, "w") as f:
+            json.dump(out, f)
+
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    g.attach(0, None)
+    dc._native._test_lose_calls(2 if record == "superseded" else 3)
+    g.destroy()      # the driver's thread claims; the claim's call is lost
+    assert d.wait_idle(5)
+    time.sleep(PAST_STALE_S)
+    dc.poll()        # drains directly; re-arms within the bound: lost (superseded record)
+    if record == "main":
+        time.sleep(PAST_STALE_S)
+        dc.poll()    # past the bound: the main thread's call, lost (main-thread record)
+    at_fork = snap()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() with threads
+        pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            child()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    print(json.dumps({"at_fork": at_fork, "child_rc": os.waitstatus_to_exitcode(status)}))
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is unavailable here")
+@pytest.mark.parametrize("record", ["superseded", "main"])
+def test_child_rearms_with_the_parents_rearm_records_reset(tmp_path, record):
+    """A child whose own first call(s) are lost recovers as a fresh process
+    would: "superseded", a producer re-arms the stale claim within the bound;
+    "main", past the bound a main-thread entry point adds one call.  Then 200
+    payloads whose destructors run on a driver thread are released by a
+    pending call, on the child's main thread, with no entry point, within 5 s.
+    """
+    import json
+
+    path = tmp_path / "child.json"
+    p = subprocess.run(
+        [sys.executable, "-c", FORK_RECORDS, record, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, DEFERRED_CLEANUP_VARIANT="reference"),
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["child_rc"] == 0, (r, p.stderr)
+    parent = r["at_fork"]
+    # The parent's calls were all lost: both records are set at the fork.
+    assert parent["drain_cycles"] == 0 and parent["scheduled"] is True, parent
+    assert parent["calls_outstanding"] == (2 if record == "superseded" else 3), parent
+    c = json.loads(path.read_text())
+    assert c["at_start"]["scheduled"] is False, c
+    assert c["at_start"]["forks"] == parent["forks"] + 1, c
+    before, end = c["before_release"], c["end"]
+    if record == "main":
+        # Two calls lost in the child; one entry point drained `one` directly
+        # and re-armed within the bound, the next one found nothing queued.
+        assert c["poll_within"] == "drained" and c["poll_past"] == "nothing", c
+        assert before["released"] == 1, c
+    else:
+        # The claim's call was lost: nothing ran in the child before the release.
+        assert before["scheduled"] is True and before["released"] == 0, c
+        assert before["drain_cycles"] == c["at_start"]["drain_cycles"], c
+    # What the user sees: every payload released, on the child's main thread, soon.
+    want = 201 if record == "superseded" else 200
+    assert end["released"] == want, f"payloads waited for an entry point in the child: {c}"
+    assert c["waited_s"] < 5.0, c
+    assert c["off_main"] == 0, f"released off the child's main thread: {c}"
+    if record == "main":
+        # How: the second entry point's call past the bound ran and cleared the claim.
+        assert before["main_rearms"] - c["at_start"]["main_rearms"] == 1, c
+        assert before["scheduled"] is False, f"the main thread's call never ran: {c}"
+    # Released by a pending call: no entry point ran while the child slept.
+    assert end["direct_drains"] == before["direct_drains"], c
+    assert end["drain_cycles"] - before["drain_cycles"] >= 1, c
+    if record == "superseded":
+        assert end["rearms"] - before["rearms"] >= 1, c
+    print(f"{record}: {want} payloads released by a pending call in {c['waited_s']} s")
