@@ -111,7 +111,15 @@ def main(argv: list[str] | None = None) -> int:
                     "failing": names,
                     "aborted": aborted,
                 }
-            runs.append({"run": i, "rc": rc, "seconds": round(time.monotonic() - t0), "envs": rows})
+            runs.append(
+                {
+                    "run": i,
+                    "rc": rc,
+                    "seconds": round(time.monotonic() - t0),
+                    "loadavg_1min_at_end": os.getloadavg()[0],
+                    "envs": rows,
+                }
+            )
             print(f"[repeat] run {i}: exit {rc}, {runs[-1]['seconds']} s")
     finally:
         for p in spinners:
@@ -136,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
             x = r["envs"].get(e)
             cells.append("not run" if x is None else f"{x['passed']} passed, {x['failed']} failed")
         lines.append(f"| {e} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| seconds, load average at the end | "
+        + " | ".join(f"{r['seconds']}, {r['loadavg_1min_at_end']:.1f}" for r in runs)
+        + " |"
+    )
     for r in runs:
         for e, x in r["envs"].items():
             for n in x["failing"]:
