@@ -451,6 +451,7 @@ def main(argv=None) -> int:
         )
         if a.variant:  # a record: pan's summary, not its whole report
             r["output"] = r["output"][-1500:]
+            r["unreached"] = len(r["unreached"])
         results.append(r)
     if a.json:
         if a.variant:
