@@ -32,8 +32,9 @@ def _result(c: dict) -> str:
 
 
 class ModelVariantTable(SphinxDirective):
-    """One row per recorded check: name, macros, property, result, states
-    stored, depth, seconds.  Option ``:json:`` (repository-relative)."""
+    """One row per recorded check: name and macros, property (safety, or
+    liveness: the ltl claim ``drained``), result, states stored, seconds.
+    Option ``:json:`` (repository-relative)."""
 
     has_content = False
     option_spec = {"json": directives.unchanged_required}
@@ -46,27 +47,29 @@ class ModelVariantTable(SphinxDirective):
             raise self.error(f"{rel} is missing: run tests/model/run.py --variant and commit it")
         data = json.loads(path.read_text())
         extra = set(data["macros"])
-        rows = ["   * - check", "     - macros", "     - property", "     - result"]
-        rows += ["     - states stored", "     - depth", "     - seconds"]
+        rows = ["   * - check (macros)", "     - property", "     - result"]
+        rows += ["     - states stored", "     - seconds"]
         for c in data["checks"]:
             macros = " ".join(m for m in c["macros"] if m not in extra)
             states = c.get("states_stored")
             rows += [
                 f"   * - ``{c['name'].split(':')[-1]}``",
-                f"     - ``{macros}``",
-                "     - liveness (``drained``)" if c["liveness"] else "     - safety",
+                "",
+                f"       {macros}",
+                "     - liveness" if c["liveness"] else "     - safety",
                 f"     - {_result(c)}",
                 f"     - {states:,}" if states is not None else "     - -",
-                f"     - {c.get('depth')}",
                 f"     - {c.get('wall_s')}",
             ]
         rst = [
             ".. list-table::",
             "   :header-rows: 1",
+            "   :widths: 40 12 24 14 10",
             "",
             *rows,
             "",
-            f"Each check with ``{' '.join(sorted(extra))}`` added. Recorded by "
+            f"Each check with ``{' '.join(sorted(extra))}`` added; liveness is the claim "
+            "``drained`` under weak fairness. Recorded by "
             f"``tests/model/run.py --variant {data['variant']} --json {rel}``; "
             f"rendered from :repo-file:`{rel}`.",
         ]
