@@ -35,6 +35,7 @@ extensions = [
     "myst_parser",
     "dc_docs",
     "dc_bench",  # the Performance page's tables and plots, from docs/_data/bench.json
+    "dc_model",  # the scheduling page's table of a candidate rule's model runs
 ]
 
 root_doc = "index"

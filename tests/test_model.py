@@ -29,6 +29,10 @@ file asserts what each must report:
   RETRY_ENQUEUES, NO_REARM, and the two defects of the rule before the C++
   fixed them: RECORDS_FIRST, DROP_CLOCK): spin finds the counterexample it is
   meant to find;
+* the candidate rule "the flag holds the claim's number" (FLAG_SEQ, with
+  the clock stopped after or before the running call's CAS): spin finds a
+  claim whose stale clock is stopped and whose call is lost
+  (``flag_seq``, ``flag_seq_stop_first``; docs/design/scheduling.rst);
 * the limit of the rule within the bound (``lost_both_nr``): when a call and
   its re-armed call are both lost, nothing recovers without the main
   thread's re-arm;
@@ -139,6 +143,8 @@ SIGNATURE = {
     "lost_both_nr": "acceptance cycle",
     "records_first": "acceptance cycle",
     "drop_clock": "acceptance cycle",
+    "flag_seq": "acceptance cycle",
+    "flag_seq_stop_first": "acceptance cycle",
 }
 
 

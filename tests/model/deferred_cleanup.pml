@@ -138,6 +138,21 @@
  *                  e9c0da5): a look that took the stale claim and may not
  *                  re-arm leaves its clock at 0, so that claim is never
  *                  stale again (liveness, with the retrier).
+ * A candidate rule (docs/design/scheduling.rst, "the flag holds the claim's
+ * number"), a switch rather than a second copy so that the two cannot drift:
+ *   FLAG_SEQ       scheduled_ holds the claim's call's number (0: none) and
+ *                  claim_seq_ is gone (claim_seq names scheduled): a claim
+ *                  takes a token, then CAS 0 -> seq; the claim's call clears
+ *                  with call_ran's CAS seq -> 0 (the clear of the wakeup
+ *                  pair), a superseded call's CAS fails and it only drains;
+ *                  a re-arm moves seq -> seq' on the same word and a refused
+ *                  one's give-back CAS old -> 0 is the unclaim; step 4 of the
+ *                  rule is one load.  The records, the clock and the rest
+ *                  are unchanged, stop_stale_clock included, which now comes
+ *                  after the clear (run.py: check flag_seq, and --variant).
+ *   FLAG_SEQ_STOP_FIRST  with FLAG_SEQ: the running call stops the clock
+ *                  before its CAS, if it reads its own number in scheduled_
+ *                  (check flag_seq_stop_first).
  * Witnesses (-DWITNESS=k, 1..17): one behaviour each that the verified model
  * must be able to reach; spin must find the assertion that marks it, which
  * shows the model is not vacuous (see WITNESS_HIT below and test_model.py).
@@ -222,12 +237,20 @@ chan pq = [K] of { mtype, byte };   /* the function, and our call's number */
 
 /* The queue's shared state (queue.hpp; the re-arm state: rearm_state.hpp). */
 byte nq = 0;          /* items in head_ */
+#ifndef FLAG_SEQ
 bool scheduled = 0;   /* scheduled_ */
+#else
+byte scheduled = 0;   /* scheduled_ holds the claim's call's number, 0: none */
+#endif
 bool accepting = 1;   /* accepting_ */
 byte in_flight = 0;   /* in_flight_ */
 bool alive = 1;       /* alive_ (mark_host_dead) */
 byte next_seq = 0;    /* next_seq_: sequence numbers taken */
+#ifndef FLAG_SEQ
 byte claim_seq = 0;   /* claim_seq_: the claim's call, 0 for none */
+#else
+#define claim_seq scheduled   /* one word: every claim_seq access is one of scheduled */
+#endif
 byte superseded = 0;  /* superseded_seq_: the superseded call, 0 for none */
 byte ran_max = 0;     /* ran_max_seq_: highest number that ran */
 bool clk = 0;         /* claimed_at_ns_ != 0: the claim's stale clock runs */
@@ -337,9 +360,15 @@ inline run_pending_call() {
   };
   if
   :: m == OURS ->
+#ifdef FLAG_SEQ_STOP_FIRST
+     if                                   /* stop_stale_clock first, if ours looks current */
+     :: scheduled == seq -> clk = 0
+     :: else -> skip
+     fi;
+#endif
 #ifndef RECORDS_FIRST
      atomic {                             /* call_ran: move_claim_seq(seq, 0) */
-       if
+       if                                 /* FLAG_SEQ: the clear, [litmus:wakeup.clear] */
        :: claim_seq == seq -> claim_seq = 0; current = 1
        :: else -> current = 0
        fi
@@ -386,8 +415,12 @@ inline run_pending_call() {
      :: alive && current ->
         WITNESS_HIT(12, lost > 0 && rearmed && scheduled);  /* recovered */
         recovered = (recovered || (lost > 0 && rearmed));
+#ifndef FLAG_SEQ_STOP_FIRST
         clk = 0;                          /* set_claimed_at(0) */
-#ifndef LOST_WAKEUP
+#endif
+#if defined(FLAG_SEQ)
+        drain_all()                       /* cleared by call_ran's CAS seq -> 0 above */
+#elif !defined(LOST_WAKEUP)
         scheduled = 0;                    /* clear(): [litmus:wakeup.clear], before the take */
         drain_all()
 #else
@@ -456,8 +489,15 @@ inline schedule(by_producer) {
   };
   if
   :: ok ->
+#ifndef FLAG_SEQ
      atomic {
        old = scheduled; scheduled = 1;    /* claim(): [litmus:wakeup.claim] */
+#else
+     atomic { next_seq++; seq = next_seq };   /* new_call_token, before the claim */
+     atomic {                             /* claim(): CAS 0 -> seq, [litmus:wakeup.claim] */
+       old = (scheduled != 0);
+       if :: !old -> scheduled = seq :: else -> skip fi;
+#endif
        if
        :: old -> GATE_LEAVE skip          /* already scheduled */
        :: else -> skip
@@ -466,8 +506,10 @@ inline schedule(by_producer) {
      if
      :: !old ->
         clk = 0;                          /* set_claimed_at(0) */
+#ifndef FLAG_SEQ
         atomic { next_seq++; seq = next_seq };   /* new_call_token */
         claim_seq = seq;                  /* set_claim_seq */
+#endif
         atomic { host_call(seq, by_producer) };  /* add_call */
         if
         :: rc == 0 -> start_stale_clock_leave(seq)
@@ -505,7 +547,11 @@ inline refused_rearm(by_producer) {
      if
      :: gb ->
         WITNESS_HIT(13, true);            /* the old call ran: give the claim back */
+#ifndef FLAG_SEQ
         atomic { scheduled = 0; BUSY_DEC; GATE_LEAVE skip };  /* unclaim, gate_leave */
+#else
+        atomic { BUSY_DEC; GATE_LEAVE skip };  /* the CAS old -> 0 was the unclaim */
+#endif
         schedule(by_producer)             /* and retry */
      :: else -> start_stale_clock_leave(oseq)   /* retried one bound later */
      fi
@@ -580,7 +626,11 @@ inline rearm_if_stale(by_producer, on_main) {
      oseq = claim_seq;                    /* claim_seq() */
      if
      :: oseq == 0 -> got = 0
+#ifndef FLAG_SEQ
      :: else -> if :: !scheduled -> got = 0 :: else -> skip fi   /* scheduled_snapshot() */
+#else
+     :: else -> skip                      /* the same load was scheduled_snapshot() */
+#endif
      fi;
      if
      :: !got -> BUSY_DEC                  /* already_scheduled; the clock stays at 0 */
