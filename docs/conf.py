@@ -35,6 +35,7 @@ extensions = [
     "myst_parser",
     "dc_docs",
     "dc_bench",  # the Performance page's tables and plots, from docs/_data/bench.json
+    "dc_promises",  # the Verification page's promise ledger, from tests/promises.toml
 ]
 
 root_doc = "index"
