@@ -195,6 +195,40 @@ TYPED_TEST(Core, ItemPushedDuringADrainIsTakenOrRescheduled) {
   EXPECT_LE(dc_test::counters().max_ours_outstanding, 1u);
 }
 
+// A cleanup that calls drain_all() again (an entry point inside a cleanup
+// does) gets 0 at once: the outer drain takes what was pushed meanwhile, so
+// every item runs once and in push order, and the drain flag stays set until
+// the outer drain ends.
+TYPED_TEST(Core, DrainAllInsideADrainReturnsAtOnce) {
+  dc::BasicQueue<TypeParam> q(dc_test::host());
+  Items it(1);
+  struct Ctx {
+    dc::BasicQueue<TypeParam>* q;
+    dc::DeferredCleanupItem* late;
+    const unsigned char* late_hits;
+    std::size_t nested = 99;
+    unsigned char late_hits_inside = 99;
+    bool draining_inside = false;
+  } ctx{&q, &it.items[0], &it.hits[0]};
+  dc::DeferredCleanupItem first;
+  dc::init_item(first, &ctx, [](void* p) noexcept {
+    auto* c = static_cast<Ctx*>(p);
+    dc::on_user_object_destroyed(*c->q, c->late);  // pushed during the drain
+    c->nested = dc::drain_all(*c->q);
+    c->late_hits_inside = *c->late_hits;
+    c->draining_inside = c->q->draining();
+  });
+  dc::on_user_object_destroyed(q, &first);
+  EXPECT_EQ(dc::drain_all(q), 2u);  // the main thread's drain takes both
+  EXPECT_EQ(ctx.nested, 0u);        // the nested call took nothing
+  EXPECT_EQ(ctx.late_hits_inside, 0);
+  EXPECT_TRUE(ctx.draining_inside);
+  EXPECT_FALSE(q.draining());
+  EXPECT_EQ(it.hits[0], 1);
+  dc_test::run_all();
+  EXPECT_EQ(it.hits[0], 1);
+}
+
 TYPED_TEST(Core, CleanupDirectlyWhenCreationFailed) {
   dc::BasicQueue<TypeParam> q(dc_test::host());
   Items it(1);

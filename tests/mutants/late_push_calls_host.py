@@ -1,0 +1,21 @@
+"""A producer passes the gate after close(), so a late callback calls CPython."""
+
+FILE = "reference/include/deferred_cleanup/queue.hpp"
+FIND = """\
+    if (accepting()) {
+      return true;
+    }
+    gate_leave();
+"""
+REPLACE = """\
+    if (accepting() || true) {  // MUTANT: the gate ignores close()
+      return true;
+    }
+    gate_leave();
+"""
+PROPERTY = "a push after close() gets no pending call: it only enqueues (enqueued_late), and is leaked once CPython is finalizing"
+KILLED_BY = [
+    "cpp",
+    "pytest:cp312-pyenv:tests/test_shutdown.py -k 'callbacks_after_finalization and reference'",
+]
+KILLING_TESTS = ["Shutdown.AfterCloseCallbacksOnlyEnqueueAndAreLeaked"]
