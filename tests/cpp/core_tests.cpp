@@ -879,6 +879,27 @@ TEST_F(RearmPastTheBound, NotFromAnEntryPointInsideADrain) {
   g_nested_queue = nullptr;
 }
 
+// The direct drain at a main-thread entry point leaves the claim alone: only
+// the claim's own pending call clears scheduled_.  A push after the direct
+// drain finds the claim and adds no second call; the outstanding call then
+// runs, clears it and cleans that item.
+TEST(Reference, EntryPointDrainKeepsTheClaim) {
+  dc_test::reset_host(32, 0, 1);
+  dc_test::set_main_thread();
+  dc::ReferenceQueue q(dc_test::host());
+  Items it(2);
+  EXPECT_EQ(dc::on_user_object_destroyed(q, &it.items[0]), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc::drain_at_entry(q), dc::EntryAction::drained);
+  EXPECT_EQ(it.hits[0], 1);
+  EXPECT_TRUE(q.scheduled_snapshot()) << "the direct drain must not clear the claim";
+  EXPECT_NE(dc::on_user_object_destroyed(q, &it.items[1]), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc_test::counters().added, 1u);  // one pending call of the queue
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(it.hits[1], 1);
+  EXPECT_FALSE(q.scheduled_snapshot());
+  EXPECT_EQ(dc_test::counters().max_ours_outstanding, 1u);
+}
+
 // ------------------------------------------------- shutdown (reference only)
 
 TEST(Shutdown, AfterCloseCallbacksOnlyEnqueueAndAreLeaked) {
