@@ -229,6 +229,21 @@ TYPED_TEST(Core, DrainAllInsideADrainReturnsAtOnce) {
   EXPECT_EQ(it.hits[0], 1);
 }
 
+// One claim, one winner: a second schedule() while the first claim's call is
+// outstanding loses the claim and adds no call.  (The fast path never reaches
+// claim() when it reads the flag set, so only racing producers, or this
+// direct call, meet a claim already taken.)
+TYPED_TEST(Core, ASecondClaimantLosesTheClaim) {
+  dc::BasicQueue<TypeParam> q(dc_test::host());
+  Items it(1);
+  q.push(&it.items[0]);
+  EXPECT_EQ(dc::schedule(q), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc::schedule(q), dc::ScheduleResult::already_scheduled);
+  EXPECT_EQ(dc_test::counters().added, 1u);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(it.hits[0], 1);
+}
+
 TYPED_TEST(Core, CleanupDirectlyWhenCreationFailed) {
   dc::BasicQueue<TypeParam> q(dc_test::host());
   Items it(1);

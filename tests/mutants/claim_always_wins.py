@@ -7,6 +7,7 @@ FIND = """\
 REPLACE = """\
       return (scheduled_.exchange(true, P::claim), true);  // MUTANT: every claimant wins
 """
-PROPERTY = "one claim, one winner: a burst of callbacks makes exactly one pending call of the queue"
-KILLED_BY = ["cpp", "pytest:cp312-pyenv:tests/test_scheduling.py -k exactly_one"]
-KILLING_TESTS = ["Core/reference.ManyCallbacksMakeOnePendingCall"]
+PROPERTY = "one claim, one winner: a claimant that finds the claim taken adds no pending call (one call of the queue outstanding)"
+KILLED_BY = ["cpp"]
+KILLING_TESTS = ["Core/reference.ASecondClaimantLosesTheClaim"]
+NOTE = "the fast path skips claim() when it reads the flag set, so a sequential burst never meets a taken claim; the pytest burst test passed on it (only racing producers, or a direct schedule(), do)"
