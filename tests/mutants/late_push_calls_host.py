@@ -18,4 +18,5 @@ KILLED_BY = [
     "cpp",
     "pytest:cp312-pyenv:tests/test_shutdown.py -k 'callbacks_after_finalization and reference'",
 ]
-KILLING_TESTS = ["Shutdown.AfterCloseCallbacksOnlyEnqueueAndAreLeaked"]
+KILLING_TESTS = ["Shutdown.AfterCloseOnlyTheMainThreadDrainsUntilHostDead"]
+NOTE = "in Shutdown.AfterCloseCallbacksOnlyEnqueueAndAreLeaked the late callbacks meet the claim of the call made before shutdown and stop at the fast path; the pytest check (test_callbacks_after_finalization_only_enqueue[reference]) fails too"
