@@ -209,3 +209,33 @@ def test_import_in_a_subinterpreter_is_refused_and_leaves_the_queue_alone():
     ), p.stdout
     main = [line for line in p.stdout.splitlines() if line.startswith("MAIN ")]
     assert main and '"cleaned": 1' in main[0], p.stdout
+
+
+def test_counters_drains_and_schedules_nothing(dc, recorder, wait, lose_call):
+    """counters() is a snapshot, not an entry point: with items queued and
+    their pending call lost, it runs no cleanup and adds no pending call; the
+    next entry point (stats()) then releases them on the main thread."""
+    old = dc.settings()["stale_claim_s"]
+    dc.configure(stale_claim_s=30.0)  # no producer re-arms the lost call on a slow machine
+    try:
+        lose_call(1)
+        d = dc.SimulatedDriver()
+        g = d.create_graph()
+        for i in range(5):
+            g.attach(i, recorder)
+        d.set_hold(True)
+        g.destroy()
+        d.release(1)
+        assert d.wait_idle(10.0)
+        first = dc.counters()
+        assert first["scheduled"] and not first["queue_empty"]
+        for _ in range(20):
+            again = dc.counters()
+        assert recorder.calls == {}, "counters() ran cleanups"
+        for key in ("cleaned", "schedule_attempts", "rearms", "direct_drains"):
+            assert again[key] == first[key], key
+    finally:
+        dc.configure(stale_claim_s=old)
+    dc.stats()
+    assert recorder.calls == {i: 1 for i in range(5)}
+    assert recorder.threads == {threading.main_thread().ident}

@@ -122,6 +122,36 @@ def test_exit_hook_refuses_a_worker_thread(dc, recorder, wait):
     assert recorder.threads == {threading.main_thread().ident}
 
 
+def test_a_second_exit_sequence_does_nothing():
+    """The exit sequence runs once: a second call (here by hand, then CPython's
+    own at exit) drains, waits and closes nothing again and says so."""
+    code = textwrap.dedent("""
+        import json
+        import deferred_cleanup as dc
+        d = dc.SimulatedDriver()
+        g = d.create_graph()
+        g.attach(1, print)
+        d.set_hold(True)
+        g.destroy()
+        d.release(1)
+        first = dc._native._exit_hook()
+        after_first = dc.counters()
+        second = dc._native._exit_hook()
+        after_second = dc.counters()
+        keys = ("cleaned", "direct_drains", "drain_cycles")
+        print(json.dumps({
+            "first": sorted(first), "second": second,
+            "same": all(after_first[k] == after_second[k] for k in keys),
+        }), flush=True)
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert "final_drained" in out["first"], out
+    assert out["second"] == {"already_done": True}, out
+    assert out["same"], out
+
+
 def test_atexit_list_semantics():
     """The CPython fact the exit hook relies on: a handler that calls
     atexit._run_exitfuncs() runs every other handler once, and the loop that

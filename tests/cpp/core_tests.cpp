@@ -195,6 +195,55 @@ TYPED_TEST(Core, ItemPushedDuringADrainIsTakenOrRescheduled) {
   EXPECT_LE(dc_test::counters().max_ours_outstanding, 1u);
 }
 
+// A cleanup that calls drain_all() again (an entry point inside a cleanup
+// does) gets 0 at once: the outer drain takes what was pushed meanwhile, so
+// every item runs once and in push order, and the drain flag stays set until
+// the outer drain ends.
+TYPED_TEST(Core, DrainAllInsideADrainReturnsAtOnce) {
+  dc::BasicQueue<TypeParam> q(dc_test::host());
+  Items it(1);
+  struct Ctx {
+    dc::BasicQueue<TypeParam>* q;
+    dc::DeferredCleanupItem* late;
+    const unsigned char* late_hits;
+    std::size_t nested = 99;
+    unsigned char late_hits_inside = 99;
+    bool draining_inside = false;
+  } ctx{&q, &it.items[0], &it.hits[0]};
+  dc::DeferredCleanupItem first;
+  dc::init_item(first, &ctx, [](void* p) noexcept {
+    auto* c = static_cast<Ctx*>(p);
+    dc::on_user_object_destroyed(*c->q, c->late);  // pushed during the drain
+    c->nested = dc::drain_all(*c->q);
+    c->late_hits_inside = *c->late_hits;
+    c->draining_inside = c->q->draining();
+  });
+  dc::on_user_object_destroyed(q, &first);
+  EXPECT_EQ(dc::drain_all(q), 2u);  // the main thread's drain takes both
+  EXPECT_EQ(ctx.nested, 0u);        // the nested call took nothing
+  EXPECT_EQ(ctx.late_hits_inside, 0);
+  EXPECT_TRUE(ctx.draining_inside);
+  EXPECT_FALSE(q.draining());
+  EXPECT_EQ(it.hits[0], 1);
+  dc_test::run_all();
+  EXPECT_EQ(it.hits[0], 1);
+}
+
+// One claim, one winner: a second schedule() while the first claim's call is
+// outstanding loses the claim and adds no call.  (The fast path never reaches
+// claim() when it reads the flag set, so only racing producers, or this
+// direct call, meet a claim already taken.)
+TYPED_TEST(Core, ASecondClaimantLosesTheClaim) {
+  dc::BasicQueue<TypeParam> q(dc_test::host());
+  Items it(1);
+  q.push(&it.items[0]);
+  EXPECT_EQ(dc::schedule(q), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc::schedule(q), dc::ScheduleResult::already_scheduled);
+  EXPECT_EQ(dc_test::counters().added, 1u);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(it.hits[0], 1);
+}
+
 TYPED_TEST(Core, CleanupDirectlyWhenCreationFailed) {
   dc::BasicQueue<TypeParam> q(dc_test::host());
   Items it(1);
@@ -843,6 +892,27 @@ TEST_F(RearmPastTheBound, NotFromAnEntryPointInsideADrain) {
   EXPECT_EQ(dc_test::run_all(), 1u);
   EXPECT_FALSE(q_.scheduled_snapshot());
   g_nested_queue = nullptr;
+}
+
+// The direct drain at a main-thread entry point leaves the claim alone: only
+// the claim's own pending call clears scheduled_.  A push after the direct
+// drain finds the claim and adds no second call; the outstanding call then
+// runs, clears it and cleans that item.
+TEST(Reference, EntryPointDrainKeepsTheClaim) {
+  dc_test::reset_host(32, 0, 1);
+  dc_test::set_main_thread();
+  dc::ReferenceQueue q(dc_test::host());
+  Items it(2);
+  EXPECT_EQ(dc::on_user_object_destroyed(q, &it.items[0]), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc::drain_at_entry(q), dc::EntryAction::drained);
+  EXPECT_EQ(it.hits[0], 1);
+  EXPECT_TRUE(q.scheduled_snapshot()) << "the direct drain must not clear the claim";
+  EXPECT_NE(dc::on_user_object_destroyed(q, &it.items[1]), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc_test::counters().added, 1u);  // one pending call of the queue
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(it.hits[1], 1);
+  EXPECT_FALSE(q.scheduled_snapshot());
+  EXPECT_EQ(dc_test::counters().max_ours_outstanding, 1u);
 }
 
 // ------------------------------------------------- shutdown (reference only)

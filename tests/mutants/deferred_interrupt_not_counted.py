@@ -1,0 +1,14 @@
+"""An interrupt delivered by a pending call is not counted."""
+
+FILE = "reference/src/host.cpp"
+FIND = """\
+  if (!take_deferred(&t, &v, &tb)) return 0;
+  g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
+"""
+REPLACE = """\
+  if (!take_deferred(&t, &v, &tb)) return 0;
+  // MUTANT: deferred_interrupts not counted
+"""
+PROPERTY = "deferred_interrupts counts the interrupts delivered, also by a pending call"
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_interrupt.py -k never_lost"]
+KILLING_TESTS = ["test_two_interrupts_are_never_lost"]

@@ -1,0 +1,14 @@
+"""A later interrupt reported to sys.unraisablehook is not counted."""
+
+FILE = "reference/src/host.cpp"
+FIND = """\
+    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
+"""
+REPLACE = """\
+    // MUTANT: interrupts_unraisable not counted
+"""
+PROPERTY = (
+    "interrupts_unraisable counts the later interrupts of a drain reported to sys.unraisablehook"
+)
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_interrupt.py -k never_lost"]
+KILLING_TESTS = ["test_two_interrupts_are_never_lost"]

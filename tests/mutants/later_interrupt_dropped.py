@@ -1,0 +1,16 @@
+"""A second KeyboardInterrupt/SystemExit of one drain is dropped, not reported."""
+
+FILE = "reference/src/host.cpp"
+FIND = """\
+    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  }
+"""
+REPLACE = """\
+    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    PyErr_Clear();  // MUTANT: the later interrupt is dropped
+    return;
+  }
+"""
+PROPERTY = "of the interrupts raised by one drain's cleanups, each after the first goes to sys.unraisablehook"
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_interrupt.py -k never_lost"]
+KILLING_TESTS = ["test_two_interrupts_are_never_lost"]
