@@ -16,8 +16,10 @@ the checks that must notice.  For each mutant this script
   4. runs the checks and records which tests failed.
 
 Before any mutant, the same checks run on an unmutated scratch copy (the
-control): they must pass there, or "killed" would mean nothing.  Nothing is
-cached between mutants: each scratch and each build directory is new.
+control): they must pass there, or "killed" would mean nothing.  Each
+scratch and each build directory is new; only compiler outputs are shared,
+through ccache, whose key is the preprocessed source (compiler_cache()), so
+every unit that sees the mutated file is compiled anew.
 
 Checks (KILLED_BY in a mutant file):
   litmus         pytest tests/test_litmus.py: the per-line [litmus:TAG] order
@@ -280,6 +282,37 @@ class CheckResult:
     detail: str = ""
 
 
+def compiler_cache() -> dict[str, str]:
+    """Environment for a host-side build that goes through ccache, or {}.
+
+    Each mutant is built from nothing in its own scratch tree, but most of
+    its translation units are the same as the control's; ccache (installed
+    with apt when missing, used only when present) hands those back.  Its key
+    is the preprocessed source and the compiler's arguments, so the mutated
+    file, and every unit that includes it, is always compiled anew.  The
+    cache lives in OUT/ccache; CCACHE_BASEDIR=OUT makes the scratch trees'
+    different absolute paths look the same to it.  Builds inside the Debian
+    unstable root do not use it (ccache is a host program)."""
+    if shutil.which("ccache") is None:
+        return {}
+    return {
+        "CMAKE_CXX_COMPILER_LAUNCHER": "ccache",
+        "CCACHE_DIR": str(OUT / "ccache"),
+        "CCACHE_BASEDIR": str(OUT),
+        "CCACHE_NOHASHDIR": "1",
+    }
+
+
+def ensure_ccache() -> None:
+    """Install ccache with apt when it is missing; a failure only costs speed."""
+    if shutil.which("ccache") is None:
+        say("installing ccache (apt; it only makes the mutant builds faster)")
+        cmd = "DEBIAN_FRONTEND=noninteractive apt-get install -y -q ccache"
+        rc = subprocess.run(["bash", "-c", cmd], capture_output=True).returncode
+        if rc != 0:
+            say("ccache not installed; building without it")
+
+
 def run_logged(argv, log: Path, timeout: float, **kw) -> tuple[int | None, str]:
     """Run argv with output to log; (returncode or None on timeout, output)."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -430,6 +463,7 @@ class Runner:
             build_log,
             300,
             cwd=tree,
+            env=dict(os.environ, **compiler_cache()),
         )
         if rc == 0:
             with open(build_log, "a") as f:
@@ -539,6 +573,7 @@ class Runner:
             build_log,
             900,
             cwd=tree,
+            env=dict(os.environ, **({} if it.in_sid else compiler_cache())),
         )
         if rc != 0:
             tail = build_log.read_text(errors="replace")[-1500:]
@@ -912,6 +947,7 @@ def main() -> int:
         return 0
 
     t_start = time.monotonic()
+    ensure_ccache()
     runner = Runner(a.fast)
     source = snapshot(tree_files())
     OUT.mkdir(parents=True, exist_ok=True)
