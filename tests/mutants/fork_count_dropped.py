@@ -1,0 +1,12 @@
+"""The at-fork reset is not counted in the child's stats()."""
+
+FILE = "reference/include/deferred_cleanup/queue.hpp"
+FIND = """\
+    stats.forks.fetch_add(1, std::memory_order_relaxed);  // statistics only
+"""
+REPLACE = """\
+    // MUTANT: the reset is not counted
+"""
+PROPERTY = "stats()['forks'] counts the at-fork resets: one more in the child than in its parent"
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_fork.py -k rearm_records"]
+KILLING_TESTS = ["test_child_rearms_with_the_parents_rearm_records_reset"]
