@@ -35,11 +35,8 @@ extensions = [
     "myst_parser",
     "dc_docs",
     "dc_bench",  # the Performance page's tables and plots, from docs/_data/bench.json
-<<<<<<< HEAD
     "dc_model",  # the scheduling page's table of a candidate rule's model runs
-=======
     "dc_promises",  # the Verification page's promise ledger, from tests/promises.toml
->>>>>>> sweep
 ]
 
 root_doc = "index"
