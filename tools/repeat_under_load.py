@@ -69,6 +69,52 @@ def _failures(xml: Path) -> tuple[int, int, int, list[str]]:
     return passed, failed, skipped, names
 
 
+def write_report(out_path: Path, runs: list, load_processes: int, st: dict) -> str:
+    """Write the JSON and Markdown reports of the runs so far; return the Markdown."""
+    load = os.getloadavg()
+    out = {
+        "runs": runs,
+        "load_processes": load_processes,
+        "cpus": os.cpu_count(),
+        "loadavg_end": load,
+    }
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(out, indent=1) + "\n")
+    provenance.write_stamp(out_path, st)
+    envs = sorted({e for r in runs for e in r["envs"]})
+    lines = [
+        f"Per-interpreter suite, {len(runs)} runs, {load_processes} busy processes on "
+        f"{os.cpu_count()} cores; commit {st['commit'][:12]}"
+        f"{' (dirty)' if st['dirty'] else ''}.",
+        "",
+        "| interpreter | " + " | ".join(f"run {r['run']}" for r in runs) + " |",
+        "|---|" + "---|" * len(runs),
+    ]
+    for e in envs:
+        cells = []
+        for r in runs:
+            x = r["envs"].get(e)
+            cells.append(
+                "not run"
+                if x is None
+                else f"{x['passed']} passed, {x['failed']} failed"
+                + (" (aborted)" if x["aborted"] else "")
+            )
+        lines.append(f"| {e} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| seconds, load average at the end | "
+        + " | ".join(f"{r['seconds']}, {r['loadavg_1min_at_end']:.1f}" for r in runs)
+        + " |"
+    )
+    for r in runs:
+        for e, x in r["envs"].items():
+            for n in x["failing"]:
+                lines.append(f"\nrun {r['run']}, {e}: FAILED {n}")
+    md = "\n".join(lines) + "\n"
+    out_path.with_suffix(".md").write_text(md)
+    return md
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5, help="how many runs of the suite (default 5)")
@@ -121,41 +167,11 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
             print(f"[repeat] run {i}: exit {rc}, {runs[-1]['seconds']} s")
+            write_report(a.out, runs, a.load, st)  # kept if a later run is stopped
     finally:
         for p in spinners:
             p.terminate()
-    load = os.getloadavg()
-    out = {"runs": runs, "load_processes": a.load, "cpus": os.cpu_count(), "loadavg_end": load}
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(out, indent=1) + "\n")
-    provenance.write_stamp(a.out, st)
-    envs = sorted({e for r in runs for e in r["envs"]})
-    lines = [
-        f"Per-interpreter suite, {len(runs)} runs, {a.load} busy processes on "
-        f"{os.cpu_count()} cores; commit {st['commit'][:12]}"
-        f"{' (dirty)' if st['dirty'] else ''}.",
-        "",
-        "| interpreter | " + " | ".join(f"run {r['run']}" for r in runs) + " |",
-        "|---|" + "---|" * len(runs),
-    ]
-    for e in envs:
-        cells = []
-        for r in runs:
-            x = r["envs"].get(e)
-            cells.append("not run" if x is None else f"{x['passed']} passed, {x['failed']} failed")
-        lines.append(f"| {e} | " + " | ".join(cells) + " |")
-    lines.append(
-        "| seconds, load average at the end | "
-        + " | ".join(f"{r['seconds']}, {r['loadavg_1min_at_end']:.1f}" for r in runs)
-        + " |"
-    )
-    for r in runs:
-        for e, x in r["envs"].items():
-            for n in x["failing"]:
-                lines.append(f"\nrun {r['run']}, {e}: FAILED {n}")
-    md = "\n".join(lines) + "\n"
-    a.out.with_suffix(".md").write_text(md)
-    print(md)
+    print(write_report(a.out, runs, a.load, st))
     return 0 if all(r["rc"] == 0 for r in runs) else 1
 
 
