@@ -627,6 +627,8 @@ def scenario_x(impl, rel: Releases, main: int) -> tuple[dict, object]:
             os.write(rel.fd, b"last-line %d\n" % time.perf_counter_ns())
         for h in hs:
             impl.drop(h)
+        if rel.fd is not None:  # the main thread's last entry point has returned
+            os.write(rel.fd, b"last-entry %d\n" % time.perf_counter_ns())
         hs.clear()
 
     return fig, last_line
@@ -794,10 +796,16 @@ def _signal_name(rc: int) -> str | None:
     return None
 
 
-def counted_calls(pcc_path: Path, releases: list[tuple[int, int]]) -> dict:
+def counted_calls(
+    pcc_path: Path, releases: list[tuple[int, int]], last_entry_ns: int | None = None
+) -> dict:
     """What tools/pending_call_counter.c recorded in one child, and how many of
     ``releases`` ((t_ns, thread) pairs) happened inside a run of a counted
-    pending call on the same thread.  Empty when the child counted nothing."""
+    pending call on the same thread.  Main-thread adds are split: inside a run
+    of a counted call (a drain that reschedules), and, when ``last_entry_ns``
+    (perf_counter_ns after the main thread's last API entry point returned) is
+    given, outside any run at or after it (neither an entry point nor a
+    drain).  Empty when the child counted nothing."""
     if not pcc_path.exists():
         return {}
     try:
@@ -814,17 +822,34 @@ def counted_calls(pcc_path: Path, releases: list[tuple[int, int]]) -> dict:
         elif kind == 2 and begins.get(thread):
             spans.append((begins[thread].pop(), t, thread))
     inside = sum(1 for t, th in releases if any(b <= t <= e and th == st for b, e, st in spans))
+    on_main = [e for e in adds if e[1] == main]
+    in_run = [e for e in on_main if any(b <= e[0] <= end and main == st for b, end, st in spans)]
     return {
         "slots_patched": d["hooked"],
         "calls_added": sum(1 for e in adds if e[3] == 0),
         "calls_refused": sum(1 for e in adds if e[3] != 0),
         "added_on_main": sum(1 for e in adds if e[1] == main),
         "added_off_main": sum(1 for e in adds if e[1] != main),
+        "added_on_main_in_drain": len(in_run),
+        "added_on_main_after_last_entry": (
+            None
+            if last_entry_ns is None
+            else sum(1 for e in on_main if e not in in_run and e[0] >= last_entry_ns)
+        ),
         "added_while_finalizing": sum(1 for e in adds if e[4] == 1),
         "calls_ran": sum(1 for e in d["events"] if e[2] == 1),
         "released_in_counted_call": inside,
         "overflow": d["overflow"],
     }
+
+
+def _last_entry(rlog: Path) -> int | None:
+    """Scenario X's last-entry mark (after the last drop returned), if any."""
+    for line in rlog.read_text().splitlines() if rlog.exists() else []:
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "last-entry":
+            return int(parts[1])
+    return None
 
 
 def _release_log(rlog: Path) -> tuple[list[tuple[int, int, int]], int | None, bool]:
@@ -857,7 +882,7 @@ def exit_figures(fig: dict, rlog: Path, pcc: Path, main: int | None) -> None:
         fig["ms_last_line_to_last_exit_release"] = _ms(max(r[1] for r in after) - last)
     if last is not None and "launch_ns" in fig:
         fig["ms_launch_to_last_line"] = _ms(last - fig["launch_ns"])
-    fig.update(counted_calls(pcc, [(r[1], r[2]) for r in after]))
+    fig.update(counted_calls(pcc, [(r[1], r[2]) for r in after], _last_entry(rlog)))
 
 
 def run_one(
