@@ -16,6 +16,7 @@
 //   * fill CPython's pending-call ring from a foreign thread while the main
 //     thread stays in C++ (no pending call can run), then release a driver's
 //     held destructor calls.
+#include <pybind11/critical_section.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -200,6 +201,18 @@ void test_hooks_after_fork() {
   g_hold_armed.store(false, std::memory_order_relaxed);  // one thread in the child
 }
 
+/// How many payloads of a graph the producer's fast path samples for a
+/// stale-claim check (sample_stale_check, callback.hpp): the choice is made
+/// by item address, so a test that needs a producer to look at the claim's
+/// age checks here that its burst holds at least one such payload.  Main
+/// thread, GIL held, under the graph's critical section like attach().
+std::size_t test_stale_sampled(py::handle graph) {
+  py::scoped_critical_section cs{graph};
+  std::size_t n = 0;
+  for (PyPayload* p : py::cast<PyGraph&>(graph).payloads) n += sample_stale_check(&p->item);
+  return n;
+}
+
 int test_gate_hook_passes() {
   std::lock_guard<std::mutex> lk(g_hold.mu);
   return g_hold.passes;
@@ -238,6 +251,11 @@ void register_test_hooks(py::module_& m) {
         "_test_release_gate() -> None\n\nRelease a producer held by _test_arm_gate_hold.");
   m.def("_test_gate_hook_passes", &test_gate_hook_passes,
         "_test_gate_hook_passes() -> int\n\nProducers that went through the armed hook.");
+  m.def("_test_stale_sampled", &test_stale_sampled, py::arg("graph"),
+        "_test_stale_sampled(graph: Graph) -> int\n\nHow many payloads the graph owns (not "
+        "destroyed) are chosen by the destructor's fast path to check the claim's age (about "
+        "one in 16, by item address). Not an entry point. Raises TypeError unless graph is a "
+        "Graph.");
   m.def(
       "_test_lose_calls",
       [](int n) {
