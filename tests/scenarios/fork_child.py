@@ -15,8 +15,11 @@ In the child: 20 new payloads are attached to a new graph, destroyed, and
 waited for in a sleeping loop (no entry point) for at most 5 s; drain_now()
 is called; RESULT gets {"released", "on_child_main", "drain_now",
 "in_flight" (once the drivers are idle), "scheduled_before", "stuck", "drain_cycles",
-"released_by_pending_call"} (released in the first second, with no entry
-point: only a pending call can have done it).  The parent prints {"child_rc", "child_s"}.
+"released_by_pending_call", "calls_accepted", "adds_cut_by_fork"} (released in
+the first second, with no entry point: only a pending call can have done it;
+calls_accepted: Py_AddPendingCall calls that returned 0 in the child, to
+compare with drain_cycles; adds_cut_by_fork: producers that were inside
+Py_AddPendingCall when the parent forked).  The parent prints {"child_rc", "child_s"}.
 """
 
 import json
@@ -80,6 +83,10 @@ def child_work():
         "stuck": stuck,
         "drain_cycles": after["drain_cycles"] - before["drain_cycles"],
         "released_by_pending_call": by_pending_call,
+        "calls_accepted": after["pending_calls"] - before["pending_calls"],
+        "adds_cut_by_fork": before["schedule_attempts"]
+        - before["schedule_failures"]
+        - before["pending_calls"],
     }
     with open(path, "w") as f:
         json.dump(out, f)
