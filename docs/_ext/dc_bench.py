@@ -61,12 +61,9 @@ def provenance_line(data: dict) -> str:
     st = data.get("provenance")
     if not st:
         return "* **Provenance**: none recorded (a run from before stamps)."
-    import importlib.util
+    from dc_scripts import import_tool
 
-    spec = importlib.util.spec_from_file_location("dc_provenance", REPO / "tools" / "provenance.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    changed = mod.changed(st, REPO)
+    changed = import_tool("provenance").changed(st, REPO)
     text = (
         "* **Provenance**: measured at commit "
         f"``{st['commit'][:12]}``{' (uncommitted changes)' if st['dirty'] else ''}; "

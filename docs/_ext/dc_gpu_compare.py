@@ -11,29 +11,16 @@ the Markdown table), so the page, the JSON and the Markdown cannot disagree;
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+from dc_scripts import import_tool
+
 REPO = Path(__file__).resolve().parents[2]
-TOOL = REPO / "tools" / "gpu_compare.py"
-
-
-def load_tool():
-    """Import tools/gpu_compare.py (not a package) as a module.
-
-    Returns:
-        module: the script, imported without running it.
-    Raises:
-        OSError, ImportError: the script is missing or does not import.
-    """
-    spec = importlib.util.spec_from_file_location("dc_gpu_compare_tool", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+TOOL = REPO / "tools" / "gpu_compare.py"  # a dependency of the page (note_dependency)
 
 
 def _para(text: str, strong: str = "") -> nodes.paragraph:
@@ -46,7 +33,7 @@ def _para(text: str, strong: str = "") -> nodes.paragraph:
 
 def build_nodes(data: dict) -> list[nodes.Node]:
     """The docutils nodes for one run's JSON: facts, scenarios, the table."""
-    tool = load_tool()
+    tool = import_tool("gpu_compare")
     facts = nodes.bullet_list()
     for line in tool.header_lines(data):
         facts += nodes.list_item("", _para(line[2:] if line.startswith("- ") else line))
@@ -74,11 +61,7 @@ def build_nodes(data: dict) -> list[nodes.Node]:
     group += tbody
     out = [facts]
     if data.get("provenance"):
-        spec = importlib.util.spec_from_file_location(
-            "dc_provenance_tool", REPO / "tools" / "provenance.py"
-        )
-        prov = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(prov)  # type: ignore[union-attr]
+        prov = import_tool("provenance")
         changed = prov.changed(data["provenance"], REPO)
         out.append(
             _para(

@@ -13,29 +13,16 @@ comes first.
 from __future__ import annotations
 
 import ast
-import importlib.util
 from pathlib import Path
 
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
+from dc_scripts import import_tool
+
 REPO = Path(__file__).resolve().parents[2]
-TOOL = REPO / "tools" / "promises.py"
-
-
-def load_tool():
-    """Import tools/promises.py (not a package) as a module.
-
-    Returns:
-        module: the script, imported without running it.
-    Raises:
-        OSError, ImportError: the script is missing or does not import.
-    """
-    spec = importlib.util.spec_from_file_location("dc_promises_tool", TOOL)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+TOOL = REPO / "tools" / "promises.py"  # a dependency of the page (note_dependency)
 
 
 def plain(text: str) -> str:
@@ -105,7 +92,7 @@ class PromiseLedger(SphinxDirective):
         path = REPO / self.arguments[0]
         self.env.note_dependency(str(path))
         self.env.note_dependency(str(TOOL))
-        tool = load_tool()
+        tool = import_tool("promises")
         try:
             rows = tool.load(path)
         except (OSError, ValueError) as exc:
