@@ -26,6 +26,26 @@ FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 MODES = ["main", "in-cleanup", "worker-during-drain", "worker", "gate"]
 
 
+def _cpython_lost_the_childs_call(child):
+    """The one case where a child forked in a state we reset gets no pending
+    call: the fork cut another thread's Py_AddPendingCall (a driver thread of
+    the parent was between counting its attempt and its result:
+    ``adds_cut_by_fork``), on CPython 3.13 or later, whose ``_push_pending_call``
+    counts the call in ``npending`` before it advances ``next``
+    (Python/ceval_gil.c, v3.13.0 to v3.15.0rc1); nothing repairs the ring
+    after fork, so the child's accepted call is never run (docs Caveats,
+    fork()).  The child then releases its payloads at its next entry point.
+    True only when every part of that holds; a miss anywhere else fails the
+    test by name."""
+    return (
+        sys.version_info >= (3, 13)
+        and child["adds_cut_by_fork"] > 0
+        and child["calls_accepted"] > 0
+        and child["released_by_pending_call"] < 20
+        and child["released"] == 20
+    )
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_child_cleans_new_payloads(scenario, tmp_path, mode):
     path = tmp_path / "child.json"
@@ -68,20 +88,37 @@ def test_child_cleans_new_payloads(scenario, tmp_path, mode):
         )
     else:
         assert child["stuck"] is False, child
+        if _cpython_lost_the_childs_call(child):
+            return  # released at the first entry point, within 3 s (checked above)
         assert child["released_by_pending_call"] == 20, child
 
 
 def test_child_with_driver_threads_never_hangs(scenario, tmp_path):
     """A child forked while the simulated driver's threads deliver exits
-    promptly: it never joins threads it does not own (10 runs)."""
+    promptly: it never joins threads it does not own (10 runs).  Each child
+    releases its 20 payloads on its main thread, by a pending call, except
+    when CPython lost the child's call (``_cpython_lost_the_childs_call``:
+    about 2 forks in 1000 on 3.13+, with one core), where its first entry
+    point releases them; the count of such children is reported."""
+    import json
+
+    cut = []
     for run in range(10):
-        out = scenario("fork_child", "main", str(tmp_path / f"c{run}.json"), timeout_s=60)
+        path = tmp_path / f"c{run}.json"
+        out = scenario("fork_child", "main", str(path), timeout_s=60)
         assert out["rc"] == 0 and out["result"]["child_rc"] == 0, (
             run,
             out["result"],
             out["stderr"],
         )
         assert out["result"]["child_s"] < 3.0, (run, out["result"])
+        child = json.loads(path.read_text())
+        assert child["released"] == 20 and child["on_child_main"] is True, (run, child)
+        if _cpython_lost_the_childs_call(child):
+            cut.append(run)
+        else:
+            assert child["released_by_pending_call"] == 20, (run, child)
+    print(f"children whose pending call CPython lost (fork cut an add): {len(cut)} of 10 {cut}")
 
 
 def _fork_with_items_queued(dc, n, fin):

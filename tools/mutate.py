@@ -33,13 +33,20 @@ Checks (KILLED_BY in a mutant file):
 
 A mutant is killed when every check it names fails on it (a test failure, a
 sanitizer report, a crash or a timeout) and every test named in KILLING_TESTS
-is among the failures.  `--fast` (what `make test` runs) skips pytest checks
-of a mutant that names other checks as well, and stops a C++ check once the
-mutant's KILLING_TESTS have failed (they run first); every mutant still runs.
-Without --fast every test of every check runs, so "killed by" is complete.
+is among the failures.  Three depths, each deciding "killed" by that rule:
+  default      (`make mutate`) every check a mutant names runs; a C++ check
+               stops once the mutant's KILLING_TESTS have failed (they run
+               first), so "killed by" lists those and says how many tests
+               were not run.  About 30 minutes here.
+  --fast       (what `make test` runs) as the default, but a mutant that
+               names other checks as well skips its pytest checks.
+  --complete   every test of every check runs, so "killed by" lists every
+               test that fails on the mutant (2-5 minutes a mutant here, about
+               3 hours for all).
 
 Usage:
-  tools/mutate.py [--fast] [--only NAME,...] [--keep] [--out DIR] [--mutants DIR]
+  tools/mutate.py [--fast | --complete] [--only NAME,...] [--keep] [--out DIR]
+                  [--mutants DIR]
   tools/mutate.py --validate          parse every mutant and check its find text
   tools/mutate.py --list              the mutants and their checks
   tools/mutate.py --universal N [--seed S]
@@ -343,8 +350,9 @@ def junit_failures(xml: Path) -> tuple[int, list[str]]:
 
 
 class Runner:
-    def __init__(self, fast: bool):
+    def __init__(self, fast: bool, complete: bool = False):
         self.fast = fast
+        self.complete = complete  # run every test of a C++ check, also once killed
         self._matrix = None
         self._envs: dict = {}
         self._tools_checked = False
@@ -501,10 +509,11 @@ class Runner:
                 str(build_log),
                 f"--gtest_list_tests failed: {listing.stderr[-400:]}",
             )
-        # A mutant's named killing tests run first.  With --fast the check
-        # stops once they have all failed (or, with none named, at the first
-        # failure): a mutant that makes counting tests loop forever would
-        # otherwise cost a timeout per test.  Without --fast every test runs.
+        # A mutant's named killing tests run first.  The check stops once
+        # they have all failed (or, with none named, at the first failure):
+        # the mutant is killed by then, and a mutant that makes counting tests
+        # loop forever would otherwise cost a timeout per test.  With
+        # --complete every test runs, for a complete "killed by".
         wanted = mutant.killing_tests if mutant else []
         tests.sort(key=lambda t: not any(w in t for w in wanted))
         env = dict(os.environ, **CPP_ENV, **san_env)
@@ -514,12 +523,12 @@ class Runner:
             for i, name in enumerate(tests):
                 if (
                     mutant is not None
-                    and self.fast
+                    and not self.complete
                     and failing
                     and all(any(w in x for x in failing) for w in wanted)
                 ):
                     skipped = len(tests) - i
-                    f.write(f"[mutate] --fast: killed as named; {skipped} other tests not run\n")
+                    f.write(f"[mutate] killed as named; {skipped} other tests not run\n")
                     break
                 f.write(f"$ {binary} --gtest_filter={name}\n")
                 f.flush()
@@ -555,7 +564,7 @@ class Runner:
         if not failing:
             return CheckResult(check, "passed", [], 0, str(log))
         if skipped:
-            failing.append(f"{skipped} other tests not run (--fast)")
+            failing.append(f"{skipped} other tests not run (--complete runs them)")
         return CheckResult(check, "failed", failing, 0, str(log))
 
     def check_pytest(
@@ -657,11 +666,19 @@ def killed_by_text(results: list[CheckResult]) -> str:
     return "; ".join(parts) or "-"
 
 
-def write_reports(rows: list[dict], control: dict, total_s: float, fast: bool) -> str:
+def write_reports(
+    rows: list[dict], control: dict, total_s: float, fast: bool, complete: bool = False
+) -> str:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "mutate.json").write_text(
         json.dumps(
-            {"fast": fast, "seconds": round(total_s, 1), "control": control, "mutants": rows},
+            {
+                "fast": fast,
+                "complete": complete,
+                "seconds": round(total_s, 1),
+                "control": control,
+                "mutants": rows,
+            },
             indent=2,
         )
         + "\n"
@@ -689,7 +706,8 @@ def write_reports(rows: list[dict], control: dict, total_s: float, fast: bool) -
     (OUT / "mutate.md").write_text(
         f"# Mutation kill matrix\n\nControl (unmutated tree): {control['status']} "
         f"({', '.join(control['checks'])}, {control['seconds']:.0f} s).  "
-        f"{'Fast subset' if fast else 'All checks'}; total {total_s:.0f} s.\n\n{md}\n"
+        f"{'Fast subset' if fast else 'Every test' if complete else 'Every check'}; "
+        f"total {total_s:.0f} s.\n\n{md}\n"
     )
     return md
 
@@ -888,8 +906,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument(
+    depth = ap.add_mutually_exclusive_group()
+    depth.add_argument(
         "--fast", action="store_true", help="skip a mutant's pytest checks when it names others"
+    )
+    depth.add_argument(
+        "--complete",
+        action="store_true",
+        help="run every test of every check, also once the mutant is killed (about 3 h)",
     )
     ap.add_argument("--only", help="comma-separated mutant names")
     ap.add_argument(
@@ -948,7 +972,7 @@ def main() -> int:
 
     t_start = time.monotonic()
     ensure_ccache()
-    runner = Runner(a.fast)
+    runner = Runner(a.fast, a.complete)
     source = snapshot(tree_files())
     OUT.mkdir(parents=True, exist_ok=True)
     for stale in ("mutate.json", "mutate.md"):
@@ -983,7 +1007,7 @@ def main() -> int:
     if not a.keep:
         shutil.rmtree(tree, ignore_errors=True)
     if bad:
-        write_reports([], control, time.monotonic() - t_start, a.fast)
+        write_reports([], control, time.monotonic() - t_start, a.fast, a.complete)
         say(f"control FAILED: a kill would mean nothing; logs under {logs_root}")
         return 1
 
@@ -1033,7 +1057,7 @@ def main() -> int:
             shutil.rmtree(tree, ignore_errors=True)
 
     total = time.monotonic() - t_start
-    md = write_reports(rows, control, total, a.fast)
+    md = write_reports(rows, control, total, a.fast, a.complete)
     print()
     print(md)
     not_killed = [r["name"] for r in rows if r["status"] != "killed"]
