@@ -97,9 +97,9 @@ def test_child_with_driver_threads_never_hangs(scenario, tmp_path):
     """A child forked while the simulated driver's threads deliver exits
     promptly: it never joins threads it does not own (10 runs).  Each child
     releases its 20 payloads on its main thread, by a pending call, except
-    when CPython lost the child's call (``_cpython_lost_the_childs_call``:
-    about 2 forks in 1000 on 3.13+, with one core), where its first entry
-    point releases them; the count of such children is reported."""
+    when CPython lost the child's call (``_cpython_lost_the_childs_call``,
+    3.13+, rare: docs Caveats, fork()), where its first entry point releases
+    them; the count of such children is reported."""
     import json
 
     cut = []
