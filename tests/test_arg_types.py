@@ -52,6 +52,20 @@ ROWS = {
         "",
         True,
     ),
+    "SimulatedDriver.set_synchronous.on": (
+        lambda dc, v: _sim(dc).set_synchronous(v),
+        r"on.*bool",
+        [],
+        "",
+        False,
+    ),
+    "SimulatedDriver.set_paused.on": (
+        lambda dc, v: _sim(dc).set_paused(v),
+        r"on.*bool",
+        [],
+        "",
+        False,
+    ),
     "SimulatedDriver.fail_next_creates.n": (
         lambda dc, v: _sim(dc).fail_next_creates(v),
         r"\(n\).*int",
@@ -95,7 +109,7 @@ NONE_OK = {"configure.exit_wait_s", "configure.stale_claim_s"}  # None keeps the
 def _extra_bad(row):
     """Wrong types beyond BAD_TYPES: bool is refused where a number is meant,
     a float where an int is, an int where a bool is."""
-    if row.endswith(".hold"):
+    if row.endswith((".hold", ".on")):  # the bool parameters: an int is not one
         return [1]
     if row.endswith("_s"):
         return [True]

@@ -58,3 +58,35 @@ def test_every_enqueue_is_one_destructor_call(dc, delta, wait):
     assert driver.delivered == created
     assert wait(lambda: d("cleaned") == created)
     assert d("enqueued") == created
+
+
+def test_a_destructor_run_inside_destroy_on_the_main_thread_still_defers_the_cleanup(
+    dc, delta, wait
+):
+    """cuGraphDestroy may run the destructor callback synchronously, on the
+    thread that drops the last reference (notes/gpu-run.md saw 512 of 1024 on
+    the main thread; cuda-python #2042).  The callback still only pushes and
+    schedules: each payload is released later, by a drain on the main thread,
+    never while destroy() runs (docs Caveats, "Destructors may run on the
+    releasing thread")."""
+    driver = dc.SimulatedDriver()
+    driver.set_synchronous(True)
+    g = driver.create_graph()
+    seen = []
+
+    def fin(i):
+        seen.append((i, driver.destroys_running, threading.get_ident()))
+
+    for i in range(8):
+        g.attach(i, fin)
+    d = delta()
+    g.destroy()
+    # Every destructor call ran inside destroy(), on this thread.
+    assert driver.delivered == 8 and driver.destroys_running == 0
+    assert d("destructors_on_main") == 8
+    assert wait(lambda: len(seen) == 8), seen
+    inside = [i for i, running, _ in seen if running]
+    assert inside == [], f"payloads {inside} were released inside destroy()"
+    assert {t for *_, t in seen} == {threading.main_thread().ident}
+    assert sorted(i for i, *_ in seen) == list(range(8))
+    assert d("cleaned") == 8 and d("direct_cleanups") == 0

@@ -60,8 +60,12 @@ def test_child_cleans_new_payloads(scenario, tmp_path, mode):
     assert child["released"] == 20 and child["on_child_main"] is True, child
     assert child["drain_now"] == "ok", child
     assert child["in_flight"] == 0, child
+    assert child["driver_idle"] is True, child
     if mode == "gate":
         assert child["scheduled_before"] is False, "the parent's claim must not be inherited"
+        # The held producer was a destructor call running on the parent's
+        # driver thread: in the child it is lost, not due (never waited for).
+        assert child["lost_in_fork"] == 1, child
     # Who released them in the first second, with no entry point: a pending
     # call, except in a child forked while the parent's main thread was inside
     # one of our pending calls.  That child inherits CPython's record of the

@@ -139,6 +139,25 @@ def test_daemon_thread_in_a_blocking_call_never_aborts_exit(scenario):
     assert bad == [], f"{len(bad)} of 50 runs did not exit 0: {bad[:3]}"
 
 
+def test_a_daemon_thread_inside_a_blocking_call_parks_at_finalization(scenario):
+    """The daemon thread waits in SimulatedDriver.wait_idle (GIL released) on
+    a driver whose thread is paused, so it is inside the call when
+    finalization begins; when the call returns it must park, not take the
+    GIL back (counted in daemon_parks, which the Py_AtExit backstop writes
+    after finalization).  Whether the daemon wakes before the backstop runs
+    is timing, so the test stops at the first run that shows a park, up to
+    20 runs, and reports the counts."""
+    parks = []
+    for _ in range(20):
+        out = scenario("daemon_wait_idle", "paused", timeout_s=30)
+        assert out["rc"] == 0, out["stderr"][-500:]
+        assert out["at_exit"] is not None, out["stderr"][-500:]
+        parks.append(out["at_exit"]["daemon_parks"])
+        if parks[-1]:
+            break
+    assert parks[-1] == 1, f"no daemon thread parked in {len(parks)} runs: {parks}"
+
+
 @pytest.mark.parametrize("variant", ["seed", "cuda-core-1.2"])
 def test_comparison_variant_window_is_measured(scenario, variant, tmp_path):
     """The width of each comparison variant's window, as the backstop

@@ -269,6 +269,23 @@ void register_api(py::module_& m) {
           "(False); "
           "turning holding off does not release what is held. Raises TypeError unless hold is "
           "a bool.")
+      .def(
+          "set_synchronous",
+          [](SimulatedDriver& d, py::object on) {
+            d.set_synchronous(bool_arg(on, "set_synchronous(on)"));
+          },
+          py::arg("on"),
+          "set_synchronous(on: bool) -> None\n\nRun each destructor on the thread that drops "
+          "the last reference, inside that call (True: destroy() on the main thread runs the "
+          "destructor callback there, as cuGraphDestroy may), or on the driver's thread (False, "
+          "the default). Holding takes precedence. Raises TypeError unless on is a bool.")
+      .def(
+          "set_paused",
+          [](SimulatedDriver& d, py::object on) { d.set_paused(bool_arg(on, "set_paused(on)")); },
+          py::arg("on"),
+          "set_paused(on: bool) -> None\n\nPause the driver's thread (True): due destructor "
+          "calls stay due and wait_idle() waits its whole timeout; False lets it go on. Raises "
+          "TypeError unless on is a bool.")
       .def_property_readonly("held", &SimulatedDriver::held, "int: destructor calls held back now.")
       .def(
           "release",
@@ -348,6 +365,9 @@ void register_api(py::module_& m) {
                              "int: steady_clock time (ns) at which the last burst started, or 0.")
       .def_property_readonly("delivered", &SimulatedDriver::delivered,
                              "int: destructor calls delivered so far.")
+      .def_property_readonly(
+          "destroys_running", &SimulatedDriver::destroys_running,
+          "int: destroy() calls running now; a finalizer that reads 1 ran inside destroy().")
       .def_property_readonly(
           "lost_in_fork", &SimulatedDriver::lost_in_fork,
           "int: destructor calls that were running on a thread that does not exist in this "

@@ -56,6 +56,8 @@ SimulatedDriver::~SimulatedDriver() {
     // teardown would: remaining graphs drop their references, held calls are
     // delivered.
     hold_ = false;
+    synchronous_ = false;  // whoever drops the driver gets no destructor call
+    paused_ = false;       // the worker delivers what is due before it stops
     for (auto& [handle, graph] : graphs_) {
       (void)handle;
       for (UserObject* uo : graph.objects) unref(uo);
@@ -82,6 +84,12 @@ void SimulatedDriver::unref(UserObject* uo) {
     held_.push_back(uo);
     return;
   }
+  if (synchronous_) {
+    uo->fn(uo->arg);  // on this thread, inside the driver call, mu_ held
+    delete uo;
+    delivered_.fetch_add(1, std::memory_order_release);  // read by delivered()
+    return;
+  }
   due_.push_back(uo);
   ++outstanding_;
   cv_.notify_one();
@@ -90,7 +98,7 @@ void SimulatedDriver::unref(UserObject* uo) {
 void SimulatedDriver::worker() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    cv_.wait(lk, [this] { return stop_ || !due_.empty(); });
+    cv_.wait(lk, [this] { return stop_ || (!due_.empty() && !paused_); });
     if (due_.empty()) break;  // stop_ and nothing left
     UserObject* uo = due_.front();
     due_.pop_front();
@@ -153,6 +161,11 @@ void SimulatedDriver::instantiate(GraphHandle graph) {
 }
 
 void SimulatedDriver::destroy(GraphHandle graph) {
+  destroys_running_.fetch_add(1, std::memory_order_relaxed);  // read by destroys_running()
+  struct Leave {
+    std::atomic<int>& n;
+    ~Leave() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } leave{destroys_running_};
   std::lock_guard<std::mutex> lk(mu_);
   auto it = graphs_.find(graph);
   if (it == graphs_.end()) throw DriverError("simulated driver: unknown or destroyed graph");
@@ -167,6 +180,19 @@ void SimulatedDriver::destroy(GraphHandle graph) {
 void SimulatedDriver::set_hold(bool hold) {
   std::lock_guard<std::mutex> lk(mu_);
   hold_ = hold;
+}
+
+void SimulatedDriver::set_synchronous(bool on) {
+  std::lock_guard<std::mutex> lk(mu_);
+  synchronous_ = on;
+}
+
+void SimulatedDriver::set_paused(bool on) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    paused_ = on;
+  }
+  cv_.notify_all();  // unpaused: the worker looks at due_ again
 }
 
 std::size_t SimulatedDriver::held() const {

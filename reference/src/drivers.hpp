@@ -51,6 +51,18 @@ class SimulatedDriver final : public Driver {
   /// Hold destructor calls back (true) or deliver them as they come (false,
   /// the default).  Turning holding off does not release what is held.
   void set_hold(bool hold);
+  /// Run each destructor on the thread that drops the last reference,
+  /// inside that driver call (true), as cuGraphDestroy may (cuda-python
+  /// #2042), or on the worker thread (false, the default).  Holding, when on,
+  /// takes precedence.  Thread: any.  Blocks: takes mu_.  Memory ordering:
+  /// mu_.  Errors: none.  The destructor then runs with mu_ held, so it must
+  /// not call the driver (the destructor callback never does).
+  void set_synchronous(bool on);
+  /// Pause the worker thread (true): due destructor calls stay due, so
+  /// wait_idle() waits its whole timeout; false lets it go on.  Holding and
+  /// bursts are unaffected.  Thread: any.  Blocks: takes mu_.  Memory
+  /// ordering: mu_.  Errors: none.  The driver's destructor unpauses it.
+  void set_paused(bool on);
   /// Number of destructor calls currently held back.
   std::size_t held() const;
   /// Release every held destructor call in one burst from `threads` threads
@@ -95,6 +107,13 @@ class SimulatedDriver final : public Driver {
     return last_release_ns_.load(
         std::memory_order_acquire);  // pairs with the burst's release store
   }
+  /// destroy() calls running now: a destructor that reads 1 ran inside
+  /// one (set_synchronous).  Thread: any.  Blocks: no.  Memory ordering:
+  /// relaxed; read on the thread that runs the destructor inside destroy(),
+  /// which made the increment itself (program order).  Errors: none.
+  int destroys_running() const {
+    return destroys_running_.load(std::memory_order_relaxed);  // see above
+  }
   /// Destructor calls delivered so far.
   std::uint64_t delivered() const {
     return delivered_.load(
@@ -125,6 +144,8 @@ class SimulatedDriver final : public Driver {
   std::deque<UserObject*> due_;  // destructor calls for the worker
   std::vector<UserObject*> held_;
   bool hold_ = false;
+  bool synchronous_ = false;  // deliver inside the driver call (set_synchronous)
+  bool paused_ = false;       // the worker leaves due calls due (set_paused)
   bool stop_ = false;
   std::size_t outstanding_ = 0;  // due or running, not held
   int fail_creates_ = 0;
@@ -137,6 +158,7 @@ class SimulatedDriver final : public Driver {
   std::vector<std::thread> bursts_;
   std::atomic<std::int64_t> last_release_ns_{0};
   std::atomic<std::uint64_t> delivered_{0};
+  std::atomic<int> destroys_running_{0};  // destroy() calls in progress (a test device)
   std::thread worker_;
 };
 

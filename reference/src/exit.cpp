@@ -114,7 +114,8 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
       {"cleanups_after_shutdown", &c.cleanups_after_shutdown},
       {"host_calls_after_teardown", &c.host_calls_after_teardown},
       {"deferred_interrupts", &c.deferred_interrupts},
-      {"interrupts_unraisable", &c.interrupts_unraisable}};
+      {"interrupts_unraisable", &c.interrupts_unraisable},
+      {"daemon_parks", &c.daemon_parks}};
   for (const auto& [k, v] : host_vals)
     std::fprintf(f, ", \"%s\": %llu", k, u(v->load(std::memory_order_relaxed)));  // statistics only
   std::fprintf(f, ", \"in_flight_at_backstop\": %llu",

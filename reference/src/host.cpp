@@ -261,6 +261,7 @@ std::int64_t now_ns() {
 bool interpreter_finalizing() { return !Py_IsInitialized() || finalizing_now(); }
 
 void park_forever() {
+  g_counters.daemon_parks.fetch_add(1, std::memory_order_relaxed);  // statistics only
   for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
 }
 
@@ -449,6 +450,7 @@ py::dict counters() {
     d["host_calls_after_teardown"] = r(c.host_calls_after_teardown);
     d["deferred_interrupts"] = r(c.deferred_interrupts);
     d["interrupts_unraisable"] = r(c.interrupts_unraisable);
+    d["daemon_parks"] = r(c.daemon_parks);
     d["forks_in_pending_call"] = r(c.forks_in_pending_call);
     d["atexit_table_full"] = g_atexit_rc != 0;
     d["last_destructor_thread"] = c.last_destructor_thread.load(std::memory_order_relaxed);

@@ -115,7 +115,8 @@ struct HostCounters {
   std::atomic<std::uint64_t> deferred_interrupts{0};    // KeyboardInterrupt/SystemExit re-raised
   std::atomic<std::uint64_t> interrupts_unraisable{0};  // later ones of a drain: sys.unraisablehook
   std::atomic<std::uint64_t> forks_in_pending_call{
-      0};  // child forked while main ran our pending call
+      0};                                      // child forked while main ran our pending call
+  std::atomic<std::uint64_t> daemon_parks{0};  // threads parked by without_gil at finalization
   std::atomic<unsigned long> last_destructor_thread{0};
   std::atomic<std::int64_t> last_cleanup_ns{0};
   std::atomic<bool> shutdown_done{false};

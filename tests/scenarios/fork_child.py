@@ -16,11 +16,15 @@ waited for in a sleeping loop, with no entry point for the first second and
 with poll() (an entry point) after it, for at most 5 s more; drain_now() is
 called; RESULT gets {"released", "on_child_main", "drain_now",
 "in_flight" (once the drivers are idle), "scheduled_before", "stuck", "drain_cycles",
-"released_by_pending_call", "calls_accepted", "adds_cut_by_fork"} (released in
+"released_by_pending_call", "calls_accepted", "adds_cut_by_fork",
+"driver_idle", "lost_in_fork"} (released in
 the first second, with no entry point: only a pending call can have done it;
 calls_accepted: Py_AddPendingCall calls that returned 0 in the child, to
 compare with drain_cycles; adds_cut_by_fork: producers that were inside
-Py_AddPendingCall when the parent forked).  The parent prints {"child_rc", "child_s"}.
+Py_AddPendingCall when the parent forked; driver_idle: the parent's driver
+went idle in the child within 5 s; lost_in_fork: its destructor calls that
+were running on a thread the child does not have).  The parent prints
+{"child_rc", "child_s"}.
 """
 
 import json
@@ -76,7 +80,7 @@ def child_work():
     # what was still due at the fork: a producer of the child's own may be
     # inside the gate at any moment until it is idle.  An inherited producer
     # would stay counted for good; so the gate is read once everything is idle.
-    driver.wait_idle(5)
+    idle = driver.wait_idle(5)
     after = dc.counters()
     out = {
         "released": len(rec),
@@ -91,6 +95,8 @@ def child_work():
         "adds_cut_by_fork": before["schedule_attempts"]
         - before["schedule_failures"]
         - before["pending_calls"],
+        "driver_idle": idle,
+        "lost_in_fork": driver.lost_in_fork,
     }
     with open(path, "w") as f:
         json.dump(out, f)
