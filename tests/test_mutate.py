@@ -2,8 +2,8 @@
 
 Each mutant is one deliberate breakage of the C++ core; the checks it names
 must fail on it (tests/mutants/README.md).  ``make test`` runs the fast subset
-(``--fast``: every mutant, each with its C++ and litmus-tag checks; the pytest
-checks that rebuild the extension run in ``make mutate``).  Before the mutants,
+(``--fast``: every mutant; one that names a C++ or litmus-tag check skips its
+pytest checks, which rebuild the extension; ``make mutate`` runs them).  Before the mutants,
 the same checks must pass on the unmutated tree.  The first two tests show
 that the runner itself fails where it must: on a stale mutant and on a
 mutant that survives.

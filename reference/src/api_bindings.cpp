@@ -284,8 +284,9 @@ void register_api(py::module_& m) {
           [](SimulatedDriver& d, py::object on) { d.set_paused(bool_arg(on, "set_paused(on)")); },
           py::arg("on"),
           "set_paused(on: bool) -> None\n\nPause the driver's thread (True): due destructor "
-          "calls stay due and wait_idle() waits its whole timeout; False lets it go on. Raises "
-          "TypeError unless on is a bool.")
+          "calls stay due and wait_idle() waits its whole timeout; False lets it go on. Dropping "
+          "the driver unpauses it; a fork() child keeps the setting. Raises TypeError unless on "
+          "is a bool.")
       .def_property_readonly("held", &SimulatedDriver::held, "int: destructor calls held back now.")
       .def(
           "release",
@@ -367,7 +368,8 @@ void register_api(py::module_& m) {
                              "int: destructor calls delivered so far.")
       .def_property_readonly(
           "destroys_running", &SimulatedDriver::destroys_running,
-          "int: destroy() calls running now; a finalizer that reads 1 ran inside destroy().")
+          "int: destroy() calls running now, on any thread; with one thread calling destroy(), a "
+          "finalizer that reads 1 ran inside it. 0 in a fork() child.")
       .def_property_readonly(
           "lost_in_fork", &SimulatedDriver::lost_in_fork,
           "int: destructor calls that were running on a thread that does not exist in this "

@@ -5,7 +5,8 @@
 // CUDA Driver API, CUDA 12): a graph owns one reference per attached user
 // object, an instantiated graph one more; when the count reaches zero the
 // destructor runs later on a native thread of the driver's, a plain
-// std::thread that never has a Python thread state.
+// std::thread that never has a Python thread state (or, with
+// set_synchronous, at once on the thread that drops the last reference).
 //
 // Test controls: holding destructor calls back and releasing them in a burst
 // from N threads that start together at a start gate, and injecting
@@ -341,6 +342,7 @@ std::uint64_t SimulatedDriver::after_fork_child() noexcept {
   // every burst's) never finish in the child; what is still in due_ will.
   const std::uint64_t lost = outstanding_ > due_.size() ? outstanding_ - due_.size() : 0;
   lost_in_fork_ += lost;
+  destroys_running_.store(0, std::memory_order_relaxed);  // no destroy() runs in the child
   running_ = 0;
   outstanding_ = due_.size();
   stop_ = false;

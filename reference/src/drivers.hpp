@@ -29,10 +29,11 @@ namespace deferred_cleanup {
 ///
 /// Thread: members are called from the main thread; destructors run on the
 /// driver's own thread or, for a burst, on `threads` burst threads that start
-/// together at a start gate.
+/// together at a start gate, or (set_synchronous) on the thread that drops
+/// the last reference, inside that call, with its GIL and `mu_` held.
 /// Memory ordering: the work list is guarded by `mu_`; a destructor call
 /// happens-after the destroy() that released the last reference (mutex
-/// release/acquire, thread start).
+/// release/acquire, thread start; program order when synchronous).
 /// Errors: DriverError for unknown or destroyed graphs; injected creation
 /// failures are reported through AttachResult.
 /// Source: CUDA Driver API semantics of cuUserObjectCreate /
@@ -56,12 +57,17 @@ class SimulatedDriver final : public Driver {
   /// #2042), or on the worker thread (false, the default).  Holding, when on,
   /// takes precedence.  Thread: any.  Blocks: takes mu_.  Memory ordering:
   /// mu_.  Errors: none.  The destructor then runs with mu_ held, so it must
-  /// not call the driver (the destructor callback never does).
+  /// not call the driver (the destructor callback never does) nor block (do
+  /// not combine it with the gate hold test hook).  A fork() child keeps the
+  /// setting.  Source: notes/gpu-run.md (cuGraphDestroy ran 512 of 1024
+  /// destructor callbacks on the calling thread).
   void set_synchronous(bool on);
   /// Pause the worker thread (true): due destructor calls stay due, so
   /// wait_idle() waits its whole timeout; false lets it go on.  Holding and
   /// bursts are unaffected.  Thread: any.  Blocks: takes mu_.  Memory
-  /// ordering: mu_.  Errors: none.  The driver's destructor unpauses it.
+  /// ordering: mu_.  Errors: none.  The driver's destructor unpauses it; a
+  /// fork() child keeps the setting.  Source: this project (a test control:
+  /// keeps a thread inside wait_idle()).
   void set_paused(bool on);
   /// Number of destructor calls currently held back.
   std::size_t held() const;
@@ -107,10 +113,12 @@ class SimulatedDriver final : public Driver {
     return last_release_ns_.load(
         std::memory_order_acquire);  // pairs with the burst's release store
   }
-  /// destroy() calls running now: a destructor that reads 1 ran inside
-  /// one (set_synchronous).  Thread: any.  Blocks: no.  Memory ordering:
-  /// relaxed; read on the thread that runs the destructor inside destroy(),
-  /// which made the increment itself (program order).  Errors: none.
+  /// destroy() calls running now, on any thread: with one thread calling
+  /// destroy(), a finalizer that reads 1 ran inside it (set_synchronous).
+  /// Thread: any.  Blocks: no.  Memory ordering: relaxed; the finalizer that
+  /// reads it runs on the thread that made the increment, if inside
+  /// destroy() (program order).  Errors: none.  Reset to 0 in a fork()
+  /// child.  Source: this project (a test device).
   int destroys_running() const {
     return destroys_running_.load(std::memory_order_relaxed);  // see above
   }

@@ -247,7 +247,7 @@ std::chrono::nanoseconds checked_timeout(double seconds, const char* what);
 /// Run fn() with the GIL released.  Never re-takes the GIL once the
 /// interpreter is finalizing (a daemon thread would be ended by CPython with
 /// pthread_exit inside PyEval_RestoreThread, through our frames): it parks
-/// the thread instead.
+/// the thread instead (park_forever, counted in daemon_parks).
 template <class F>
 decltype(auto) without_gil(F&& fn);
 
