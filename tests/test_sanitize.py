@@ -23,7 +23,11 @@ import pytest
 pytestmark = pytest.mark.sanitize
 
 REPO = Path(__file__).resolve().parent.parent
-SUITE_BOUND_S = 50  # the suite's wall-clock bound inside the script (timeout(1))
+# The suite's wall-clock bound inside the script (timeout(1)): a hang guard,
+# not a speed check.  About 25 s on an idle 2-core machine; with that machine
+# loaded to about 6 the stress tests took 13-15 s each under TSan and the
+# suite passed 50 s while still progressing.
+SUITE_BOUND_S = 300
 SHORT = {
     # Per producer, 8 producers (50000 left the ring never full once in ~10 runs).
     "DC_STRESS_ITEMS": "100000",
