@@ -64,8 +64,8 @@ def test_a_destructor_run_inside_destroy_on_the_main_thread_still_defers_the_cle
     dc, delta, wait
 ):
     """cuGraphDestroy may run the destructor callback synchronously, on the
-    thread that drops the last reference (notes/gpu-run.md saw 512 of 1024 on
-    the main thread; cuda-python #2042).  The callback still only pushes and
+    thread that drops the last reference (notes/gpu-run.md saw it on the main
+    thread; cuda-python #2042).  The callback still only pushes and
     schedules: each payload is released later, by a drain on the main thread,
     never while destroy() runs (docs Caveats, "Destructors may run on the
     releasing thread")."""

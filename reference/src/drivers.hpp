@@ -59,8 +59,8 @@ class SimulatedDriver final : public Driver {
   /// mu_.  Errors: none.  The destructor then runs with mu_ held, so it must
   /// not call the driver (the destructor callback never does) nor block (do
   /// not combine it with the gate hold test hook).  A fork() child keeps the
-  /// setting.  Source: notes/gpu-run.md (cuGraphDestroy ran 512 of 1024
-  /// destructor callbacks on the calling thread).
+  /// setting.  Source: notes/gpu-run.md (cuGraphDestroy ran destructor
+  /// callbacks on the calling thread; docs/caveats.rst has the count).
   void set_synchronous(bool on);
   /// Pause the worker thread (true): due destructor calls stay due, so
   /// wait_idle() waits its whole timeout; false lets it go on.  Holding and

@@ -20,8 +20,9 @@ called; RESULT gets {"released", "on_child_main", "drain_now",
 "driver_idle", "lost_in_fork"} (released in
 the first second, with no entry point: only a pending call can have done it;
 calls_accepted: Py_AddPendingCall calls that returned 0 in the child, to
-compare with drain_cycles; adds_cut_by_fork: producers that were inside
-Py_AddPendingCall when the parent forked; driver_idle: the parent's driver
+compare with drain_cycles; adds_cut_by_fork: producers that were between
+counting a scheduling attempt and its result (a window that holds
+Py_AddPendingCall) when the parent forked; driver_idle: the parent's driver
 went idle in the child within 5 s; lost_in_fork: its destructor calls that
 were running on a thread the child does not have).  The parent prints
 {"child_rc", "child_s"}.
