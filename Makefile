@@ -16,6 +16,8 @@ WHICH   = $(if $(PYTHON),--python $(PYTHON))
 MATRIX  = $(MATRIX_PYTHON) tools/matrix.py
 SOAK_N ?= 200
 REPEAT_N ?= 5
+# LOAD=N: keep N busy processes running during `make test` (a loaded run; tools/matrix.py --load)
+LOAD ?= 0
 LOST_WAKEUP_N ?= 2000000
 
 .PHONY: help probe test provision build docs bench sanitize tsan asan mutate soak repeat gpu-compare lost-wakeup clean
@@ -23,6 +25,7 @@ LOST_WAKEUP_N ?= 2000000
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
 	@echo "make test      build and run the whole suite on every interpreter, plus the run-once checks"
+	@echo "make test LOAD=8  the same with 8 busy processes running (a loaded run; the summary gives each job's wall and CPU minutes)"
 	@echo "make probe PYTHON=/path/to/python, make test PYTHON=/path/to/python"
 	@echo "               the same on exactly that interpreter (e.g. a CPython build tree's ./python)"
 	@echo "make docs      build the documentation site into build/docs/html"
@@ -47,7 +50,7 @@ probe:
 	$(MATRIX) probe $(WHICH)
 
 test:
-	$(MATRIX) test $(WHICH)
+	$(MATRIX) test $(WHICH) $(if $(filter-out 0,$(LOAD)),--load $(LOAD))
 
 docs:
 	bash tools/docs.sh

@@ -296,7 +296,8 @@ def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_p
     tool.exit_figures(fig, rlog, pcc, data["main_thread"])
     assert fig["released_before_last_line"] == 0, fig
     assert fig["released_at_exit_on_main"] == fig["released_at_exit"], fig
-    assert fig["calls_ran"] == fig["calls_added"], fig
+    # Every call that ran was added (the counter saw both ends of each).
+    assert 0 <= fig["calls_ran"] <= fig["calls_added"], fig
     # Once the main thread's last entry point (the last destroy) has returned,
     # only the simulated driver's threads add pending calls, or a drain that
     # reschedules (the comparison variants' re-check of head_).  Before that,
@@ -306,6 +307,9 @@ def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_p
     assert fig["added_on_main_after_last_entry"] == 0, fig
     if variant == "reference":  # its exit sequence waits for the destructors: all 200, every run
         assert fig["released_at_exit"] == 200 and fig["calls_added"] >= 1, fig
+        # It adds no call once its exit sequence has closed the queue, so every
+        # call it added ran, whatever the scheduling.
+        assert fig["calls_ran"] == fig["calls_added"], fig
         assert fig["added_on_main_in_drain"] == 0, fig  # clear-then-take never reschedules
     else:
         # No exit wait: whether the destructor threads beat finalization is a
@@ -313,6 +317,14 @@ def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_p
         # released by a counted pending call, and nothing twice.
         assert fig["released_at_exit"] + fig["never_released"] == 200, fig
         assert fig["released_in_counted_call"] == fig["released_at_exit"], fig
+        # Its scheduled flag allows one outstanding call.  A destructor thread
+        # may add it after Python/pylifecycle.c's _Py_FinishPendingCalls and
+        # before _PyRuntimeState_SetFinalizing (the probe's fact
+        # atexit.foreign_add_runs, false on 3.10-3.12): accepted, never run.
+        # That is the variant's design (no exit wait, no Py_AtExit); under
+        # load it happens (0 of 1 ran on 3.12).  So at most that one call is
+        # left unrun, never more.
+        assert fig["calls_added"] - fig["calls_ran"] <= 1, fig
 
 
 def test_counted_calls_tells_entry_point_drain_and_late_main_thread_adds_apart(tool, tmp_path):

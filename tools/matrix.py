@@ -23,7 +23,8 @@ Usage:
   tools/matrix.py provision [--only NAME,... | --python PATH]
   tools/matrix.py build     [--only NAME,... | --python PATH]
   tools/matrix.py probe     [--only NAME,... | --python PATH]
-  tools/matrix.py test      [--only NAME,... | --python PATH] [--no-once] [-- PYTEST_ARGS...]
+  tools/matrix.py test      [--only NAME,... | --python PATH] [--no-once] [--load N]
+                            [-- PYTEST_ARGS...]
   tools/matrix.py run NAME|PATH -- CMD...      run CMD with NAME's python as $PY
   tools/matrix.py python NAME|PATH             print the python path to use for NAME
 
@@ -37,6 +38,14 @@ docs, model and litmus, hardware) need the full matrix and are left out.
 
 Every job runs with DC_MATRIX=1 in its environment: tests/conftest.py runs the
 tests marked docs, tools, hardware and soak only then (plain pytest skips them).
+
+`test` ends with one table row per job (each interpreter's suite, each
+run-once check) with its wall time and its CPU time (user + system of every
+process the job started and waited for: resource.getrusage(RUSAGE_CHILDREN)
+before and after), then the totals, builds included.  `--load N` keeps N
+spinning processes (plain Python loops, one each) running for the whole
+command, the way `make repeat` loads the machine: `make test LOAD=8` is a
+loaded run; their own CPU time is not counted.
 
 Under CI=true a missing interpreter 3.10…3.15 is an error.  The line
 "free-threaded: ..." is derived from what each interpreter reports
@@ -57,6 +66,7 @@ import glob
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -654,7 +664,54 @@ def session_aborted(report: Path, rc: int, ran: int) -> str:
     return ""
 
 
+def children_cpu_s() -> float:
+    """User + system CPU seconds of every child process waited for so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def start_load(n: int) -> list[subprocess.Popen]:
+    """Start n busy processes (``--load``): each a plain Python loop, at normal priority.
+
+    :param n: how many; 0 starts none
+    :returns: the processes, for :func:`stop_load`
+    :raises SystemExit: when n is negative
+    """
+    if n < 0:
+        raise SystemExit(f"[matrix] --load {n}: give a count of busy processes, 0 or more")
+    if n:
+        say(f"--load {n}: {n} busy processes run until this command ends")
+    return [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(n)
+    ]
+
+
+def stop_load(procs: list[subprocess.Popen]) -> None:
+    """Kill and reap the processes :func:`start_load` started."""
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
+def fmt_min(seconds: float) -> str:
+    """seconds as minutes with one decimal, e.g. "12.3"."""
+    return f"{seconds / 60:.1f}"
+
+
 def cmd_test(a) -> int:
+    # The busy processes' CPU time is reaped (and so counted by
+    # RUSAGE_CHILDREN) only after the totals are taken.
+    load = start_load(a.load)
+    try:
+        return _cmd_test(a)
+    finally:
+        stop_load(load)
+
+
+def _cmd_test(a) -> int:
+    t_start, cpu_start = time.monotonic(), children_cpu_s()
     envs = select(a.only, include_docs=not a.no_once, python=a.python)
     if envs[0].custom and not a.no_once:
         say(
@@ -663,6 +720,7 @@ def cmd_test(a) -> int:
             "are left out; they need the full matrix (make test without PYTHON=)"
         )
     ready = prepare(envs)
+    prep_wall, prep_cpu = time.monotonic() - t_start, children_cpu_s() - cpu_start
     missing = print_matrix(
         [e for e in envs if e is not DOCS_ENV], [r for r in ready if r is not DOCS_ENV]
     )
@@ -721,7 +779,10 @@ def cmd_test(a) -> int:
         if report.exists():
             report.unlink()
         env["DC_SESSION_REPORT"] = str(report)
+        t0, c0 = time.monotonic(), children_cpu_s()
         rc = run_in(it, argv, env=env, cwd=REPO).returncode
+        wall, cpu = time.monotonic() - t0, children_cpu_s() - c0
+        say(f"{label}: {fmt_min(wall)} min wall, {fmt_min(cpu)} min CPU")
         p, f, s = junit_counts(xml)
         aborted = session_aborted(report, rc, p + f + s)
         if aborted:
@@ -739,12 +800,28 @@ def cmd_test(a) -> int:
                 str(p),
                 str(f),
                 str(s),
+                fmt_min(wall),
+                fmt_min(cpu),
             )
         )
         tp, tf, ts = tp + p, tf + f, ts + s
     for m in missing:
-        rows.append((f"CPython {m}", "MISSING", "-", "0", "0", "0"))
-    head = ("interpreter", "version", "source", "passed", "failed", "skipped")
+        rows.append((f"CPython {m}", "MISSING", "-", "0", "0", "0", "-", "-"))
+    # Provisioning and builds (the same numbers would otherwise hide in the first job).
+    rows.append(
+        ("(provision, build)", "-", "-", "-", "-", "-", fmt_min(prep_wall), fmt_min(prep_cpu))
+    )
+    total_wall, total_cpu = time.monotonic() - t_start, children_cpu_s() - cpu_start
+    head = (
+        "interpreter",
+        "version",
+        "source",
+        "passed",
+        "failed",
+        "skipped",
+        "wall min",
+        "CPU min",
+    )
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     print()
     for r in [head, *rows]:
@@ -752,6 +829,12 @@ def cmd_test(a) -> int:
     for line in aborts:
         print(f"ABORTED {line}")
     print(f"{tp} passed, {tf} failed, {ts} skipped")
+    print(
+        f"total: {fmt_min(total_wall)} min wall, {fmt_min(total_cpu)} min CPU "
+        f"(user + system of every process this command waited for"
+        + (f"; {a.load} busy processes not counted" if a.load else "")
+        + f"; 1-min load average at the end {os.getloadavg()[0]:.1f})"
+    )
     bad = tf > 0 or tp == 0 or (IN_CI and missing)
     return 1 if bad else 0
 
@@ -804,6 +887,13 @@ def main() -> int:
     s.add_argument("--python", metavar="PATH", help=python_help)
     s.add_argument(
         "--no-once", action="store_true", help="skip the run-once checks (docs, model, litmus)"
+    )
+    s.add_argument(
+        "--load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="keep N busy processes running meanwhile (a loaded run; default 0)",
     )
     s.add_argument("pytest_args", nargs=argparse.REMAINDER)
     s.set_defaults(fn=cmd_test)
