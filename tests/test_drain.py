@@ -259,4 +259,8 @@ def test_a_main_thread_blocked_in_join_releases_only_after_it(scenario):
     out = scenario("poll_from_worker", "sleep", "5.0", timeout_s=60)
     assert out["rc"] == 0, out["stderr"]
     r = out["result"]
-    assert r["released"] is True and r["release_thread"] == "main" and r["release_s"] < 5.0, r
+    # 5.0 is the length of the sleeping loop: released during it is the rule
+    # (a pending call runs in a sleeping loop), not a speed check.
+    assert r["released"] is True and r["release_thread"] == "main" and r["release_s"] < 5.0, (
+        f"not released during the 5 s sleeping loop: {r}"
+    )

@@ -191,7 +191,9 @@ def test_a_crash_or_hang_of_an_implementation_is_a_result(tool, tmp_path, behavi
     row = tool.outcome(rec)
     assert row == ("crashed (SIGABRT)" if behaviour == "crash" else "hung (killed after 5.0 s)")
     if behaviour == "hang":
-        assert 5.0 <= rec["seconds"] < 30.0
+        # At least the 5 s timeout; the upper end is a hang guard for the
+        # kill of the process group, not a speed check.
+        assert 5.0 <= rec["seconds"] < 30.0, f"hang guard (30 s) or killed early: {rec}"
 
 
 @pytest.mark.parametrize("folder", ["exit", "exit-first"])
