@@ -68,6 +68,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -681,9 +682,14 @@ def start_load(n: int) -> list[subprocess.Popen]:
         raise SystemExit(f"[matrix] --load {n}: give a count of busy processes, 0 or more")
     if n:
         say(f"--load {n}: {n} busy processes run until this command ends")
+    # Each spins until its parent is gone, so a matrix run that is killed
+    # leaves none behind.
+    spin = (
+        f"import os\nwhile os.getppid() == {os.getpid()}:\n    for _ in range(10**6):\n"
+        "        pass\n"
+    )
     return [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
-        for _ in range(n)
+        subprocess.Popen([sys.executable, "-c", spin], stdin=subprocess.DEVNULL) for _ in range(n)
     ]
 
 
@@ -704,10 +710,13 @@ def cmd_test(a) -> int:
     # The busy processes' CPU time is reaped (and so counted by
     # RUSAGE_CHILDREN) only after the totals are taken.
     load = start_load(a.load)
+    # SIGTERM (a CI runner's cancel) ends the run through the finally below.
+    old = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         return _cmd_test(a)
     finally:
         stop_load(load)
+        signal.signal(signal.SIGTERM, old)
 
 
 def _cmd_test(a) -> int:
