@@ -59,16 +59,54 @@ MATRIX_ONLY = {
 }
 
 
+#: tools/mutate.py on a mutant (not with --complete): the mutant's KILLING_TESTS
+#: (a JSON list of substrings of test ids).  They run first, and the session
+#: stops once each has failed (with an empty list, at the first failure), as
+#: the C++ checks do.  Taken out of the environment at once, like the report
+#: below, so that sessions the tests start themselves never stop early.
+_MUTATE_STOP = os.environ.pop("DC_MUTATE_STOP_AFTER", None)
+_mutate_stop_wanted: list[str] = json.loads(_MUTATE_STOP) if _MUTATE_STOP else []
+_mutate_failures: list[str] = []
+_mutate_session: list = []
+
+
+def pytest_sessionstart(session):
+    """Keep the session for :func:`pytest_runtest_logreport` (the mutant early stop)."""
+    _mutate_session.append(session)
+
+
+def pytest_runtest_logreport(report):
+    """Under tools/mutate.py on a mutant, stop the session once it is killed as named.
+
+    Args:
+        report (pytest.TestReport): one phase of one test; a failed phase counts.
+
+    Returns:
+        None.  Sets ``session.shouldstop`` when every wanted test id has failed.
+    """
+    if _MUTATE_STOP is None or not report.failed:
+        return
+    _mutate_failures.append(report.nodeid)
+    if all(any(w in f for f in _mutate_failures) for w in _mutate_stop_wanted):
+        _mutate_session[
+            0
+        ].shouldstop = "mutant killed as named (tools/mutate.py); the other tests were not run"
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip the :data:`MATRIX_ONLY` tests unless ``DC_MATRIX=1`` (set by tools/matrix.py).
+    """Skip the :data:`MATRIX_ONLY` tests unless ``DC_MATRIX=1`` (set by tools/matrix.py);
+    under tools/mutate.py on a mutant, run its killing tests first (stable order).
 
     Args:
         config (pytest.Config): unused.
-        items (list[pytest.Item]): the collected tests; a skip marker is added in place.
+        items (list[pytest.Item]): the collected tests; a skip marker is added, or
+            the list reordered, in place.
 
     Returns:
         None.
     """
+    if _MUTATE_STOP is not None:
+        items.sort(key=lambda it: not any(w in it.nodeid for w in _mutate_stop_wanted))
     if os.environ.get("DC_MATRIX") == "1":
         return
     for item in items:

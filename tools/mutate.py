@@ -37,7 +37,9 @@ is among the failures.  Three depths, each deciding "killed" by that rule:
   default      (`make mutate`) every check a mutant names runs; a C++ check
                stops once the mutant's KILLING_TESTS have failed (they run
                first), so "killed by" lists those and says how many tests
-               were not run.  About 30 minutes here.
+               were not run; a pytest check stops the same way (they run
+               first; tests/conftest.py, DC_MUTATE_STOP_AFTER), at its first
+               failure when none are named.  About 30 minutes here.
   --fast       (what `make test` runs) as the default, but a mutant that
                names other checks as well skips its pytest checks.
   --complete   every test of every check runs, so "killed by" lists every
@@ -397,7 +399,7 @@ class Runner:
             r = self.check_cpp(check, tree, logs, mutant)
         else:
             _, env_name, args = check.split(":", 2)
-            r = self.check_pytest(env_name, args, tree, logs, check)
+            r = self.check_pytest(env_name, args, tree, logs, check, mutant)
         r.seconds = time.monotonic() - t0
         return r
 
@@ -568,7 +570,7 @@ class Runner:
         return CheckResult(check, "failed", failing, 0, str(log))
 
     def check_pytest(
-        self, env_name: str, args: str, tree: Path, logs: Path, check: str
+        self, env_name: str, args: str, tree: Path, logs: Path, check: str, mutant=None
     ) -> CheckResult:
         mx = self.matrix()
         it = self.env(env_name)
@@ -597,6 +599,13 @@ class Runner:
             DC_INTERPRETER_NAME=it.name,
             DC_INTERPRETER_SOURCE=it.source,
         )
+        if mutant is not None and not self.complete:
+            # As for a C++ check: the mutant's KILLING_TESTS run first and the
+            # session stops once they have all failed (with none named, at the
+            # first failure); tests/conftest.py does it.  The verdict's rule is
+            # unchanged: the check must fail, with every KILLING_TESTS entry
+            # among its failures.  The control runs every test.
+            env["DC_MUTATE_STOP_AFTER"] = json.dumps(list(mutant.killing_tests))
         # The tests must import this scratch's build, not the venv's own.
         where = subprocess.run(
             mx.in_env(it, [it.py, "-c", "import deferred_cleanup._native as n; print(n.__file__)"]),

@@ -23,7 +23,9 @@ import argparse
 import dataclasses
 import json
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -358,25 +360,55 @@ def parse_pan(out: str) -> dict:
     }
 
 
-def run_check(check: Check, workdir: Path, timeout: float = 300) -> dict:
+def _cpu_limit(cpu_s: float | None):
+    """preexec_fn for subprocess: RLIMIT_CPU of cpu_s seconds (the kernel sends
+    SIGXCPU there, SIGKILL 10 s later), or None for no limit."""
+    if cpu_s is None:
+        return None
+    soft = max(1, int(cpu_s))
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 10))
+
+    return limit
+
+
+def _children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def run_check(
+    check: Check, workdir: Path, timeout: float = 300, cpu_s: float | None = None
+) -> dict:
     """Generate, compile and run one pan verifier.
 
     Args:
         check: the Check to run.
         workdir: an empty scratch directory (Path).
-        timeout: seconds for each of spin, gcc and pan.
+        timeout: wall-clock seconds for each of spin, gcc and pan.
+        cpu_s: CPU seconds (user + system) each of spin, gcc's processes and
+            pan may use (RLIMIT_CPU), or None for no limit.  A CPU budget
+            holds whatever the machine's load; ``timeout`` is then only a
+            hang guard.
     Returns:
-        parse_pan()'s dict plus name, macros, expect_error, why, wall_s and
-        the raw pan output ("output").
+        parse_pan()'s dict plus name, macros, expect_error, why, wall_s,
+        cpu_s (pan's CPU seconds), cpu_budget_exceeded (pan was stopped by
+        RLIMIT_CPU) and the raw pan output ("output").
     Raises:
-        RuntimeError: spin or gcc failed.
+        RuntimeError: spin or gcc failed (a CPU budget exceeded included).
         subprocess.TimeoutExpired: a step ran past timeout.
     """
     shutil.copy(MODEL, workdir / MODEL.name)
     d = [f"-D{m}" for m in check.macros]
     t0 = time.monotonic()
     p = subprocess.run(
-        ["spin", *d, "-a", MODEL.name], cwd=workdir, capture_output=True, text=True, timeout=timeout
+        ["spin", *d, "-a", MODEL.name],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_cpu_limit(cpu_s),
     )
     if p.returncode != 0 or not (workdir / "pan.c").exists():
         raise RuntimeError(f"spin -a failed for {check.name}:\n{p.stdout}{p.stderr}")
@@ -391,13 +423,23 @@ def run_check(check: Check, workdir: Path, timeout: float = 300) -> dict:
         capture_output=True,
         text=True,
         timeout=timeout,
+        preexec_fn=_cpu_limit(cpu_s),
     )
     if p.returncode != 0:
         raise RuntimeError(f"gcc failed for {check.name}:\n{p.stdout}{p.stderr}")
     args = ["./pan", f"-m{DEPTH_BOUND}"]
     if check.liveness:
         args += ["-a", "-f", "-N", "drained"]
-    p = subprocess.run(args, cwd=workdir, capture_output=True, text=True, timeout=timeout)
+    c0 = _children_cpu_s()
+    p = subprocess.run(
+        args,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_cpu_limit(cpu_s),
+    )
+    pan_cpu = _children_cpu_s() - c0
     out = p.stdout + p.stderr
     r = parse_pan(out)
     r.update(
@@ -407,6 +449,10 @@ def run_check(check: Check, workdir: Path, timeout: float = 300) -> dict:
         expect_error=check.expect_error,
         why=check.why,
         wall_s=round(time.monotonic() - t0, 2),
+        cpu_s=round(pan_cpu, 2),
+        cpu_budget_exceeded=(
+            cpu_s is not None and p.returncode in (-signal.SIGXCPU, -signal.SIGKILL)
+        ),
         output=out,
         trail=(workdir / f"{MODEL.name}.trail").exists(),
     )
