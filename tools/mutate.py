@@ -95,6 +95,9 @@ CPP_ENV = {
     "DC_HANDSHAKE_ROUNDS": "1000",
     "DC_HANDSHAKE_SECONDS": "5",
 }
+# Wall-clock bounds on an idle machine; each is multiplied by load_scale()
+# when it is set, so that a loaded machine (make test at load 8 on 2 cores)
+# neither fails the control nor counts a slow test as a kill.
 CPP_TEST_TIMEOUT_S = 30  # per GoogleTest test (each runs in its own process)
 PYTEST_TIMEOUT_S = 600
 SANITIZERS = {
@@ -322,6 +325,23 @@ def ensure_ccache() -> None:
             say("ccache not installed; building without it")
 
 
+def load_scale() -> float:
+    """How many times an idle machine's wall-clock bound to allow now.
+
+    Measured, not assumed: the 1-minute load average (os.getloadavg) plus
+    this process's own runnable share, per core, and never below 1.  At load
+    8 on 2 cores it is 4.5; idle it is 1.
+
+    Returns:
+        float: the factor, >= 1.0 (1.0 where the load average is unavailable).
+    """
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1.0
+    return max(1.0, (load + 1.0) / (os.cpu_count() or 1))
+
+
 def run_logged(argv, log: Path, timeout: float, **kw) -> tuple[int | None, str]:
     """Run argv with output to log; (returncode or None on timeout, output)."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -441,7 +461,7 @@ class Runner:
                 ],
             ),
             log,
-            PYTEST_TIMEOUT_S,
+            PYTEST_TIMEOUT_S * load_scale(),
             cwd=tree,
             env=env,
         )
@@ -534,6 +554,7 @@ class Runner:
                     break
                 f.write(f"$ {binary} --gtest_filter={name}\n")
                 f.flush()
+                bound_s = CPP_TEST_TIMEOUT_S * load_scale()
                 try:
                     p = subprocess.run(
                         [binary, "--gtest_color=no", f"--gtest_filter={name}"],
@@ -541,7 +562,7 @@ class Runner:
                         env=env,
                         capture_output=True,
                         text=True,
-                        timeout=CPP_TEST_TIMEOUT_S,
+                        timeout=bound_s,
                     )
                     rc, out = p.returncode, p.stdout + p.stderr
                 except subprocess.TimeoutExpired as e:
@@ -556,7 +577,7 @@ class Runner:
                 f.write(out + f"\n[mutate] exit {rc}\n")
                 if rc == 0:
                     continue
-                why = "timeout after %d s" % CPP_TEST_TIMEOUT_S if rc is None else ""
+                why = "timeout after %d s" % bound_s if rc is None else ""
                 san = SANITIZER_LINE.search(out)
                 if san:
                     why = san.group(1).strip()
@@ -642,7 +663,7 @@ class Runner:
                 ],
             ),
             log,
-            PYTEST_TIMEOUT_S,
+            PYTEST_TIMEOUT_S * load_scale(),
             cwd=tree,
             env=env,
         )
