@@ -80,6 +80,10 @@ CACHE = Path(
     os.environ.get("DC_CACHE")
     or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "deferred-cleanup"
 )
+# Compiler outputs, keyed by ccache on the preprocessed source and the
+# compiler's arguments: the host-side builds of the extension (here) and
+# tools/mutate.py's builds share it, across runs and checkouts.
+CCACHE_DIR = CACHE / "ccache"
 SID = REPO / "tools" / "sid-root.sh"
 SID_ROOT = CACHE / "sid-root"
 SID_VENVS = "/opt/deferred-cleanup/venvs"  # path inside the sid root
@@ -381,6 +385,19 @@ def build(it: Interp, src_hash: str) -> None:
         f"{log.relative_to(REPO)})"
     )
     t0 = time.monotonic()
+    # ccache (a host program: not in the Debian root) hands back what an
+    # earlier build of the same sources for the same interpreter compiled,
+    # in this checkout or another (CCACHE_BASEDIR: paths relative to REPO).
+    cache = (
+        {}
+        if it.in_sid or shutil.which("ccache") is None
+        else {
+            "CMAKE_CXX_COMPILER_LAUNCHER": "ccache",
+            "CCACHE_DIR": str(CCACHE_DIR),
+            "CCACHE_BASEDIR": str(REPO),
+            "CCACHE_NOHASHDIR": "1",
+        }
+    )
     run(
         in_env(
             it,
@@ -388,6 +405,7 @@ def build(it: Interp, src_hash: str) -> None:
         ),
         log=log,
         cwd=REPO,
+        env=dict(os.environ, **cache),
     )
     stamp.write_text(want)
     say(f"{it.name}: built in {time.monotonic() - t0:.0f} s")

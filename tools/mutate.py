@@ -302,14 +302,21 @@ def compiler_cache() -> dict[str, str]:
     with apt when missing, used only when present) hands those back.  Its key
     is the preprocessed source and the compiler's arguments, so the mutated
     file, and every unit that includes it, is always compiled anew.  The
-    cache lives in OUT/ccache; CCACHE_BASEDIR=OUT makes the scratch trees'
-    different absolute paths look the same to it.  Builds inside the Debian
-    unstable root do not use it (ccache is a host program)."""
+    cache is tools/matrix.py's, $DC_CACHE/ccache, shared by every checkout
+    and kept between runs: a second run, or a fresh clone of the same
+    sources, gets the control's and each mutant's objects back instead of
+    compiling them again (the key still decides; nothing else is reused).
+    CCACHE_BASEDIR=OUT makes the scratch trees' different absolute paths look
+    the same to it.  Builds inside the Debian unstable root do not use it
+    (ccache is a host program)."""
     if shutil.which("ccache") is None:
         return {}
+    sys.path.insert(0, str(REPO / "tools"))
+    import matrix  # noqa: E402  (stdlib-only, like this script)
+
     return {
         "CMAKE_CXX_COMPILER_LAUNCHER": "ccache",
-        "CCACHE_DIR": str(OUT / "ccache"),
+        "CCACHE_DIR": str(matrix.CCACHE_DIR),
         "CCACHE_BASEDIR": str(OUT),
         "CCACHE_NOHASHDIR": "1",
     }
