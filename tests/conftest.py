@@ -67,30 +67,28 @@ MATRIX_ONLY = {
 _MUTATE_STOP = os.environ.pop("DC_MUTATE_STOP_AFTER", None)
 _mutate_stop_wanted: list[str] = json.loads(_MUTATE_STOP) if _MUTATE_STOP else []
 _mutate_failures: list[str] = []
-_mutate_session: list = []
 
 
-def pytest_sessionstart(session):
-    """Keep the session for :func:`pytest_runtest_logreport` (the mutant early stop)."""
-    _mutate_session.append(session)
-
-
-def pytest_runtest_logreport(report):
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
     """Under tools/mutate.py on a mutant, stop the session once it is killed as named.
 
     Args:
-        report (pytest.TestReport): one phase of one test; a failed phase counts.
+        item (pytest.Item): the test; its session is told to stop.
+        call (pytest.CallInfo): one phase of the test; a failed phase counts.
 
     Returns:
-        None.  Sets ``session.shouldstop`` when every wanted test id has failed.
+        pytest.TestReport: the phase's report, unchanged.  Sets
+        ``item.session.shouldstop`` when every wanted test id has failed.
     """
-    if _MUTATE_STOP is None or not report.failed:
-        return
-    _mutate_failures.append(report.nodeid)
-    if all(any(w in f for f in _mutate_failures) for w in _mutate_stop_wanted):
-        _mutate_session[
-            0
-        ].shouldstop = "mutant killed as named (tools/mutate.py); the other tests were not run"
+    report = yield
+    if _MUTATE_STOP is not None and report.failed:
+        _mutate_failures.append(report.nodeid)
+        if all(any(w in f for f in _mutate_failures) for w in _mutate_stop_wanted):
+            item.session.shouldstop = (
+                "mutant killed as named (tools/mutate.py); the other tests were not run"
+            )
+    return report
 
 
 def pytest_collection_modifyitems(config, items):
