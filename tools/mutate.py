@@ -545,7 +545,15 @@ class Runner:
         # --complete every test runs, for a complete "killed by".
         wanted = mutant.killing_tests if mutant else []
         tests.sort(key=lambda t: not any(w in t for w in wanted))
-        env = dict(os.environ, **CPP_ENV, **san_env)
+        # The tests' own time budgets stretch with the measured load, like
+        # the per-test bound below (their counts do not change).
+        scale = load_scale()
+        budgets = {
+            k: str(round(int(v) * scale))
+            for k, v in CPP_ENV.items()
+            if k in ("DC_STRESS_DEADLINE_S", "DC_HANDSHAKE_SECONDS")
+        }
+        env = dict(os.environ, **CPP_ENV, **budgets, **san_env)
         failing = []
         skipped = 0
         with open(log, "w") as f:
