@@ -385,6 +385,11 @@ class Runner:
         self._matrix = None
         self._envs: dict = {}
         self._tools_checked = False
+        # (scratch tree, environment) pairs whose extension is built: the
+        # control's pytest checks (about thirty) and a mutant's share one
+        # build of their tree instead of one pip run each (a tree is not
+        # changed between its checks).
+        self._built: set[tuple[str, str]] = set()
 
     # -- interpreters, through tools/matrix.py (provisioned once, then reused)
     def matrix(self):
@@ -608,11 +613,27 @@ class Runner:
     def check_pytest(
         self, env_name: str, args: str, tree: Path, logs: Path, check: str, mutant=None
     ) -> CheckResult:
-        mx = self.matrix()
         it = self.env(env_name)
         site = tree / "build" / f"site-{env_name}"
         build_log = logs / f"{env_name}-build.log"
-        rc, _ = run_logged(
+        if (str(tree), env_name) in self._built:
+            rc = 0
+        else:
+            rc, _ = self._build_extension(it, tree, env_name, build_log)
+        if rc == 0:
+            self._built.add((str(tree), env_name))
+        if rc != 0:
+            tail = build_log.read_text(errors="replace")[-1500:]
+            return CheckResult(
+                check, "error", [], 0, str(build_log), f"extension build failed:\n{tail}"
+            )
+        return self._run_pytest(it, env_name, args, tree, logs, check, mutant, site, build_log)
+
+    def _build_extension(self, it, tree: Path, env_name: str, build_log: Path):
+        """pip-install tree's extension for it into tree/build/site-ENV; (rc, output)."""
+        mx = self.matrix()
+        site = tree / "build" / f"site-{env_name}"
+        return run_logged(
             mx.in_env(
                 it,
                 mx.pip_install_argv(it, tree, str(tree / "build" / f"ext-{env_name}"), site),
@@ -622,11 +643,10 @@ class Runner:
             cwd=tree,
             env=dict(os.environ, **({} if it.in_sid else compiler_cache())),
         )
-        if rc != 0:
-            tail = build_log.read_text(errors="replace")[-1500:]
-            return CheckResult(
-                check, "error", [], 0, str(build_log), f"extension build failed:\n{tail}"
-            )
+
+    def _run_pytest(self, it, env_name, args, tree, logs, check, mutant, site, build_log):
+        """Run one pytest check against tree's built extension; its CheckResult."""
+        mx = self.matrix()
         env = dict(
             os.environ,
             PYTHONPATH=str(site),
