@@ -79,13 +79,15 @@ def pytest_runtest_makereport(item, call):
 
     Returns:
         pytest.TestReport: the phase's report, unchanged.  Sets
-        ``item.session.shouldstop`` when every wanted test id has failed.
+        ``item.session.shouldfail`` when every wanted test id has failed (as
+        ``-x`` does: pytest exits 1, tests failed, which tools/mutate.py counts
+        as the check failing; ``shouldstop`` would exit 2, interrupted, an error).
     """
     report = yield
     if _MUTATE_STOP is not None and report.failed:
         _mutate_failures.append(report.nodeid)
         if all(any(w in f for f in _mutate_failures) for w in _mutate_stop_wanted):
-            item.session.shouldstop = (
+            item.session.shouldfail = (
                 "mutant killed as named (tools/mutate.py); the other tests were not run"
             )
     return report

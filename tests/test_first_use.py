@@ -172,3 +172,17 @@ def test_matrix_reports_an_aborted_session_with_the_tests_that_did_not_run(matri
     # A complete session is not reported.
     report.write_text(json.dumps({"selected": 3, "finished": True, "exitstatus": 0}))
     assert matrix.session_aborted(report, 0, 3) == ""
+
+
+def test_matrix_load_starts_busy_processes_and_reaps_them(matrix):
+    """``matrix.py test --load N`` (``make test LOAD=N``): N busy processes run
+    until the command ends, and none is left behind."""
+    procs = matrix.start_load(2)
+    try:
+        assert len(procs) == 2 and all(p.poll() is None for p in procs)
+    finally:
+        matrix.stop_load(procs)
+    assert all(p.returncode is not None for p in procs)
+    assert matrix.start_load(0) == []
+    with pytest.raises(SystemExit, match="--load -1"):
+        matrix.start_load(-1)

@@ -13,6 +13,9 @@ Runs once (marker ``mutate``), in the cp312-pyenv environment.
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +129,34 @@ def test_every_mutant_is_killed():
     )
     assert "control: the unmutated tree must pass" in p.stdout
     assert "mutants killed" in p.stdout
+
+
+def test_a_pytest_check_stops_once_the_mutant_is_killed_as_named(tmp_path):
+    """tools/mutate.py sets DC_MUTATE_STOP_AFTER on a mutant's pytest checks:
+    tests/conftest.py runs the named killing tests first and stops the session
+    once each has failed; with none named, at the first failure; without the
+    variable, every test runs."""
+    shutil.copy(REPO / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_m.py").write_text(
+        "def test_a():\n    assert False\n\n\ndef test_b():\n    pass\n\n\n"
+        "def test_c():\n    assert False\n\n\ndef test_d():\n    assert False\n"
+    )
+
+    def session(stop):
+        env = {k: v for k, v in os.environ.items() if k != "DC_MUTATE_STOP_AFTER"}
+        if stop is not None:
+            env["DC_MUTATE_STOP_AFTER"] = stop
+        p = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rf", "test_m.py"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return p.returncode, sorted(set(re.findall(r"FAILED test_m.py::(\w+)", p.stdout)))
+
+    assert session('["test_d"]') == (1, ["test_d"])
+    assert session('["test_c", "test_d"]') == (1, ["test_c", "test_d"])
+    assert session("[]") == (1, ["test_a"])
+    assert session(None) == (1, ["test_a", "test_c", "test_d"])
