@@ -381,3 +381,21 @@ def lose_call(dc):
         assert not dc.counters()["scheduled"], "the lost claim was not recovered"
     finally:
         dc.configure(stale_claim_s=old)
+
+
+@pytest.fixture
+def claim_never_stale(dc):
+    """stale_claim_s set to an hour for the test, restored after.
+
+    A claim older than stale_claim_s (1 s by default) is re-armed by a sampled
+    producer or an entry point: a second pending call, by design.  A test that
+    counts pending calls of one claim uses this, so that its count does not
+    depend on how fast a loaded machine runs the burst.
+
+    Returns:
+        module: ``deferred_cleanup``.
+    """
+    old = dc.settings()["stale_claim_s"]
+    dc.configure(stale_claim_s=3600.0)
+    yield dc
+    dc.configure(stale_claim_s=old)
