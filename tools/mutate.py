@@ -503,7 +503,7 @@ class Runner:
                 f"-DCMAKE_EXE_LINKER_FLAGS={flags}",
             ],
             build_log,
-            300,
+            300 * load_scale(),  # a hang guard for cmake's configure
             cwd=tree,
             env=dict(os.environ, **compiler_cache()),
         )
@@ -514,7 +514,7 @@ class Runner:
                     cwd=tree,
                     stdout=f,
                     stderr=subprocess.STDOUT,
-                    timeout=900,
+                    timeout=900 * load_scale(),  # a hang guard for the build
                 ).returncode
         if rc != 0:
             tail = build_log.read_text(errors="replace")[-1500:]
@@ -639,7 +639,7 @@ class Runner:
                 mx.pip_install_argv(it, tree, str(tree / "build" / f"ext-{env_name}"), site),
             ),
             build_log,
-            900,
+            900 * load_scale(),  # a hang guard for the build (about 40 s idle)
             cwd=tree,
             env=dict(os.environ, **({} if it.in_sid else compiler_cache())),
         )
