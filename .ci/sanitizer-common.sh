@@ -24,8 +24,18 @@ sanitizer_build() {
   local dir=$1 flags=$2
   mkdir -p "$(dirname "$dir")"
   say "cmake -S tests/cpp -B $dir (CXXFLAGS: $flags)"
+  # ccache, when installed, in the cache tools/matrix.py and tools/mutate.py
+  # share ($DC_CACHE/ccache): a later run, or a fresh clone of the same
+  # sources, gets its objects back; the key is the preprocessed source and
+  # the flags, so a changed unit is always compiled again.
+  local launcher=()
+  if command -v ccache >/dev/null; then
+    export CCACHE_DIR="${DC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/deferred-cleanup}/ccache"
+    export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
   cmake -S tests/cpp -B "$dir" -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="$flags" \
-    -DCMAKE_EXE_LINKER_FLAGS="$flags" >"$dir.configure.log" 2>&1 \
+    -DCMAKE_EXE_LINKER_FLAGS="$flags" "${launcher[@]}" >"$dir.configure.log" 2>&1 \
     || { cat "$dir.configure.log"; exit 1; }
   cmake --build "$dir" -j"$(nproc)"
 }
