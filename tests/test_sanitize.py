@@ -23,24 +23,32 @@ import pytest
 pytestmark = pytest.mark.sanitize
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+from matrix import load_scale  # noqa: E402  (stdlib only)
+
+# Every wall-clock bound here is an idle machine's times the load measured
+# when this module is collected (matrix.load_scale(): the 1-minute load
+# average per core, at least 1; 4.5 at load 8 on 2 cores).
+LOAD = load_scale()
 # The suite's wall-clock bound inside the script (timeout(1)): a hang guard,
 # not a speed check.  About 25 s on an idle 2-core machine; with that machine
 # loaded to about 6 the stress tests took 13-15 s each under TSan and the
 # suite passed 50 s while still progressing.
-SUITE_BOUND_S = 300
+SUITE_BOUND_S = round(300 * LOAD)
 SHORT = {
     # Per producer, 8 producers (50000 left the ring never full once in ~10 runs).
     "DC_STRESS_ITEMS": "100000",
-    "DC_STRESS_DEADLINE_S": "20",
+    # The tests' own time budgets (their counts stay).
+    "DC_STRESS_DEADLINE_S": str(round(20 * LOAD)),
     "DC_HANDSHAKE_ROUNDS": "1000",
-    "DC_HANDSHAKE_SECONDS": "5",
+    "DC_HANDSHAKE_SECONDS": str(round(5 * LOAD)),
     "DC_SANITIZE_TIMEOUT": str(SUITE_BOUND_S),
 }
 
 
-@pytest.mark.timeout(
-    900
-)  # includes a first build of the sanitized suite (about a minute per script)
+# A hang guard: a first build of the sanitized suite (about a minute per
+# script idle), the suite and the canaries.
+@pytest.mark.timeout(round(900 * LOAD))
 @pytest.mark.parametrize("script, done", [(".ci/tsan.sh", "tsan: ok"), (".ci/asan.sh", "asan: ok")])
 def test_short_sanitizer_run_passes_and_its_canary_is_reported(script, done):
     p = subprocess.run(
@@ -49,7 +57,7 @@ def test_short_sanitizer_run_passes_and_its_canary_is_reported(script, done):
         env=dict(os.environ, **SHORT),
         capture_output=True,
         text=True,
-        timeout=880,
+        timeout=round(880 * LOAD),
     )
     out = p.stdout + p.stderr
     sys.stdout.write(out[-6000:])

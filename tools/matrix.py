@@ -683,6 +683,23 @@ def session_aborted(report: Path, rc: int, ran: int) -> str:
     return ""
 
 
+def load_scale() -> float:
+    """How many times an idle machine's wall-clock bound to allow now.
+
+    Measured, not assumed: the 1-minute load average (os.getloadavg) plus
+    this process's own runnable share, per core, and never below 1.  At load
+    8 on 2 cores it is 4.5; idle it is 1.
+
+    Returns:
+        float: the factor, >= 1.0 (1.0 where the load average is unavailable).
+    """
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return 1.0
+    return max(1.0, (load + 1.0) / (os.cpu_count() or 1))
+
+
 def children_cpu_s() -> float:
     """User + system CPU seconds of every child process waited for so far."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -82,6 +82,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+from matrix import load_scale  # noqa: E402  (stdlib-only, like this script)
+
 MUTANTS = REPO / "tests" / "mutants"
 OUT = REPO / "build" / "mutate"
 DEFAULT_ENV = "cp312-pyenv"  # the interpreter whose venv runs pytest for the litmus check
@@ -330,23 +333,6 @@ def ensure_ccache() -> None:
         rc = subprocess.run(["bash", "-c", cmd], capture_output=True).returncode
         if rc != 0:
             say("ccache not installed; building without it")
-
-
-def load_scale() -> float:
-    """How many times an idle machine's wall-clock bound to allow now.
-
-    Measured, not assumed: the 1-minute load average (os.getloadavg) plus
-    this process's own runnable share, per core, and never below 1.  At load
-    8 on 2 cores it is 4.5; idle it is 1.
-
-    Returns:
-        float: the factor, >= 1.0 (1.0 where the load average is unavailable).
-    """
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        return 1.0
-    return max(1.0, (load + 1.0) / (os.cpu_count() or 1))
 
 
 def run_logged(argv, log: Path, timeout: float, **kw) -> tuple[int | None, str]:
