@@ -25,6 +25,13 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 SCENARIOS = TESTS / "scenarios"
+sys.path.insert(0, str(TESTS.parent / "tools"))
+from matrix import load_scale  # noqa: E402  (tools/matrix.py: standard library only)
+
+#: How many times an idle machine's wall-clock bound a hang guard allows: the
+#: load measured when the tests are collected (tools/matrix.py load_scale():
+#: the 1-minute load average per core, at least 1; 4.5 at load 8 on 2 cores).
+LOAD = load_scale()
 
 
 # ---------------------------------------------------------------- what plain pytest runs

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import build_race_program
+from conftest import LOAD, build_race_program
 
 pytestmark = pytest.mark.hardware
 
@@ -68,7 +68,9 @@ def run(
     if stop_at_first:
         argv.append("--stop-at-first")
     t0 = time.monotonic()
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=540)
+    p = subprocess.run(
+        argv, capture_output=True, text=True, timeout=round(540 * LOAD)
+    )  # a hang guard, scaled by the load
     wall = time.monotonic() - t0
     print(p.stdout.strip(), f"(wall {wall:.1f} s)")
     assert p.returncode == 0, (
@@ -83,7 +85,7 @@ def run(
     return result, data, wall
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(round(600 * LOAD))  # a hang guard
 @pytest.mark.parametrize("variant", ["cuda-core-1.2", "seed"])
 def test_comparison_variant_loses_a_wakeup(lost_wakeup, tmp_path, variant):
     """Release clear + acquire re-check: the store-buffering outcome on this CPU."""
@@ -98,7 +100,7 @@ def test_comparison_variant_loses_a_wakeup(lost_wakeup, tmp_path, variant):
     assert r["iterations"] <= HANDOFFS
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(round(600 * LOAD))  # a hang guard
 def test_reference_never_loses_a_wakeup(lost_wakeup, tmp_path):
     """seq_cst clear before the take, seq_cst push and check: no stuck state."""
     r, data, wall = run(lost_wakeup, tmp_path, "reference", stop_at_first=False)

@@ -19,17 +19,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import LOAD
 
 pytestmark = pytest.mark.sanitize
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tools"))
-from matrix import load_scale  # noqa: E402  (stdlib only)
-
-# Every wall-clock bound here is an idle machine's times the load measured
-# when this module is collected (matrix.load_scale(): the 1-minute load
-# average per core, at least 1; 4.5 at load 8 on 2 cores).
-LOAD = load_scale()
+# Every wall-clock bound here is an idle machine's times conftest.LOAD, the
+# load measured when the tests are collected (4.5 at load 8 on 2 cores).
 # The suite's wall-clock bound inside the script (timeout(1)): a hang guard,
 # not a speed check.  About 25 s on an idle 2-core machine; with that machine
 # loaded to about 6 the stress tests took 13-15 s each under TSan and the
