@@ -25,7 +25,7 @@ import pytest
 
 TESTS = Path(__file__).resolve().parent
 SCENARIOS = TESTS / "scenarios"
-sys.path.insert(0, str(TESTS.parent / "tools"))
+sys.path.append(str(TESTS.parent / "tools"))  # last: shadows nothing
 from matrix import load_scale  # noqa: E402  (tools/matrix.py: standard library only)
 
 #: How many times an idle machine's wall-clock bound a hang guard allows: the
