@@ -136,8 +136,13 @@ def test_a_pytest_check_stops_once_the_mutant_is_killed_as_named(tmp_path):
     tests/conftest.py runs the named killing tests first and stops the session
     once each has failed; with none named, at the first failure; without the
     variable, every test runs."""
-    shutil.copy(REPO / "tests" / "conftest.py", tmp_path / "conftest.py")
-    (tmp_path / "test_m.py").write_text(
+    # The checkout's layout: tests/conftest.py imports tools/matrix.py.
+    (tmp_path / "tools").mkdir()
+    shutil.copy(REPO / "tools" / "matrix.py", tmp_path / "tools" / "matrix.py")
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    shutil.copy(REPO / "tests" / "conftest.py", tests / "conftest.py")
+    (tests / "test_m.py").write_text(
         "def test_a():\n    assert False\n\n\ndef test_b():\n    pass\n\n\n"
         "def test_c():\n    assert False\n\n\ndef test_d():\n    assert False\n"
     )
@@ -148,7 +153,7 @@ def test_a_pytest_check_stops_once_the_mutant_is_killed_as_named(tmp_path):
             env["DC_MUTATE_STOP_AFTER"] = stop
         p = subprocess.run(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rf", "test_m.py"],
-            cwd=tmp_path,
+            cwd=tests,
             env=env,
             capture_output=True,
             text=True,
