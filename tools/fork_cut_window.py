@@ -90,7 +90,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=3, help="step-mode passes over the add (int)")
     ap.add_argument("--forks", type=int, default=3000, help="signal mode: at most this many forks")
-    ap.add_argument("--seconds", type=float, default=90.0, help="signal mode: at most this long (s)")
+    ap.add_argument(
+        "--seconds", type=float, default=90.0, help="signal mode: at most this long (s)"
+    )
     ap.add_argument("--emulate-runs", type=int, default=50, help="emulation forks (int)")
     ap.add_argument("--out", type=Path, required=True, help="JSON file to write")
     a = ap.parse_args()
@@ -130,7 +132,8 @@ def main() -> int:
         "signal_forks": sig["forks"],
         "signal_stops_on_fatal": sig["stops_on_fatal"],
         "signal_children_lost": sig["children_lost_any"],
-        "emulate": emulate and {k: emulate[k] for k in ("runs", "children_lost_all", "children_killed")},
+        "emulate": emulate
+        and {k: emulate[k] for k in ("runs", "children_lost_all", "children_killed")},
     }
     print(json.dumps(summary))
     return 0

@@ -239,6 +239,25 @@ static void drain_some(void) {
         (void)Py_MakePendingCalls();
 }
 
+/* Name a program counter: the nearest exported symbol and the offset from
+ * it, or, where dladdr finds no symbol (a static function of a debug build,
+ * this program's own code), the file's base name and the offset from its
+ * load address. */
+static void pc_name(uintptr_t pc, const char **sym, unsigned long *off) {
+    Dl_info di;
+    *sym = "?";
+    *off = 0;
+    if (!pc || !dladdr((void *)pc, &di)) return;
+    if (di.dli_sname) {
+        *sym = di.dli_sname;
+        *off = (unsigned long)(pc - (uintptr_t)di.dli_saddr);
+    } else if (di.dli_fname) {
+        const char *slash = strrchr(di.dli_fname, '/');
+        *sym = slash ? slash + 1 : di.dli_fname;
+        *off = (unsigned long)(pc - (uintptr_t)di.dli_fbase);
+    }
+}
+
 /* Where the signal stopped the adder: symbol + offset, with counts. */
 struct pc_bin {
     const char *sym;
@@ -248,13 +267,9 @@ struct pc_bin {
 static struct pc_bin bins[512];
 static int nbins;
 static void bin_pc(uintptr_t pc, int lost) {
-    Dl_info di;
-    const char *sym = "?";
-    unsigned long off = 0;
-    if (pc && dladdr((void *)pc, &di) && di.dli_sname) {
-        sym = di.dli_sname;
-        off = (unsigned long)(pc - (uintptr_t)di.dli_saddr);
-    }
+    const char *sym;
+    unsigned long off;
+    pc_name(pc, &sym, &off);
     for (int i = 0; i < nbins; i++)
         if (bins[i].off == off && strcmp(bins[i].sym, sym) == 0) {
             bins[i].stops++;
@@ -395,13 +410,9 @@ static int step_main(int repeats) {
            "\"instructions_where_children_were_killed\": %d, \"steps\": [",
            PY_VERSION, repeats, forks, now() - t0, length, ADDS, lost_steps, killed_steps);
     for (int i = 1; i <= length; i++) {
-        Dl_info di;
-        const char *sym = "?";
-        unsigned long off = 0;
-        if (at[i].pc && dladdr((void *)at[i].pc, &di) && di.dli_sname) {
-            sym = di.dli_sname;
-            off = (unsigned long)(at[i].pc - (uintptr_t)di.dli_saddr);
-        }
+        const char *sym;
+        unsigned long off;
+        pc_name(at[i].pc, &sym, &off);
         printf("%s[%d, \"%.60s\", %lu, %d, %d, %d, %d, %d]", i > 1 ? ", " : "", i, sym, off,
                at[i].forks, at[i].inherited, at[i].lost_any, at[i].lost_all, at[i].killed);
     }
@@ -498,13 +509,9 @@ int main(int argc, char **argv) {
             lost_in_add += was_in_add;
             lost_by_mask[r.lost_mask]++;
             if (nex < 8) {
-                Dl_info di;
-                const char *sym = "?";
-                uintptr_t off = 0;
-                if (pc && dladdr((void *)pc, &di) && di.dli_sname) {
-                    sym = di.dli_sname;
-                    off = pc - (uintptr_t)di.dli_saddr;
-                }
+                const char *sym;
+                unsigned long off;
+                pc_name(pc, &sym, &off);
                 snprintf(examples[nex++], sizeof examples[0],
                          "{\"inherited\": %d, \"accepted\": %d, \"lost_mask\": %d, "
                          "\"in_add\": %d, \"pc\": \"%.40s+0x%lx\"}",
