@@ -35,7 +35,8 @@ def _cpython_lost_the_childs_call(child):
     explanation found: on CPython 3.13 or later, a fork that cut another
     thread's Py_AddPendingCall leaves the child's ring out of step, and the
     child's accepted call does not run (docs Caveats, fork(); the mechanism
-    in notes/cpython/fork-during-add-pending-call.md).  The witness,
+    in notes/cpython/fork-during-add-pending-call.md, shown by forking at
+    each instruction of an add with notes/cpython/fork_cut_repro.c).  The witness,
     ``adds_cut_by_fork``, is necessary, not sufficient: a driver thread of
     the parent was between counting its attempt and its result, a window a
     little wider than the CPython call.  The child must still have released

@@ -149,6 +149,22 @@ def test_raw_timings_are_kept_apart(measured):
     assert measured["extra"]["delay.sleep"]["delay_ms"] is not None
 
 
+def test_fork_probe_runs_the_queued_calls_in_both_processes(measured):
+    # fork.queued_calls_in_child says what the child did with the calls a
+    # foreign thread queued just before fork(); the parent keeps its own copies
+    # and runs them too (a fork must not take them from the parent), and the
+    # child exited normally (a crash would read as "child-failed").
+    from deferred_cleanup import probe
+
+    fork = measured["extra"]["fork"]
+    assert fork["queued"] == probe.FORK_QUEUED
+    assert fork["child_status"] == 0, fork
+    assert fork["parent_ran"] == fork["queued"], fork
+    # The field is derived from the child's count, not from anything else.
+    ran_all = fork["child_ran"] == fork["queued"]
+    assert ran_all == (measured["fields"]["fork.queued_calls_in_child"] == "run"), fork
+
+
 # ---------------------------------------------------------------- the expected table
 def test_expected_interface():
     if VERSION > NEWEST:

@@ -27,6 +27,7 @@
 
 #include <Python.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -386,6 +387,74 @@ void after_finalize_handler() {
 
 int arm_after_finalize() { return std::atexit(after_finalize_handler); }
 
+// ------------------------------------------------------------ fork
+/// Queue `n` calls from a foreign thread (joined before the fork, so no
+/// thread is inside Py_AddPendingCall), fork on this thread with no bytecode
+/// in between, and let the child run Py_MakePendingCalls once: how many of
+/// the calls queued before fork() does the child run?  The child reports
+/// through a pipe and leaves with _exit; the parent keeps its own copies of
+/// the calls queued (they run there at its next check).
+/// Thread: main, GIL held (Py_MakePendingCalls runs only on the main thread).
+/// Blocks: joins the foreign thread (bounded), then waits for the child
+/// (which makes one Py_MakePendingCalls and exits) with the GIL released.
+/// Memory ordering: join() publishes the foreign adds; the child reads the
+/// slots' `ran` with acquire loads (its own calls, same thread).
+/// Errors: returns {"child_ran": -1, ...} when fork, the pipe or the child
+/// failed; raises RuntimeError when an add was refused.
+/// Source: PyOS_BeforeFork/PyOS_AfterFork_Child/PyOS_AfterFork_Parent
+/// (Modules/posixmodule.c, what os.fork calls, v3.10.0..v3.15.0rc1); after
+/// fork CPython re-initialises the pending-call locks and leaves the rings as
+/// they are (_PyEval_ReInitThreads, Python/ceval.c v3.10.0/v3.11.0 and
+/// Python/ceval_gil.c v3.12.0..v3.15.0rc1; _PyRuntimeState_ReInitThreads,
+/// Python/pystate.c v3.12.0..v3.15.0rc1).
+py::dict fork_keeps_queued(int n) {
+  std::size_t base = alloc_slots(static_cast<std::size_t>(n));
+  int refused = 0;
+  on_foreign_thread([&] {
+    for (int i = 0; i < n; ++i)
+      if (Py_AddPendingCall(record_call, &g_slots[base + i]) != 0) ++refused;
+  });
+  if (refused) throw std::runtime_error("fork_keeps_queued: an add was refused");
+  int fds[2];
+  py::dict d;
+  d["base"] = base;
+  d["queued"] = n;
+  d["child_ran"] = -1;
+  d["child_status"] = -1;
+  if (::pipe(fds) != 0) return d;
+  PyOS_BeforeFork();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+    ::close(fds[0]);
+    (void)Py_MakePendingCalls();
+    if (PyErr_Occurred()) PyErr_Clear();
+    int ran_in_child = 0;
+    for (int i = 0; i < n; ++i)
+      // Acquire: pairs with record_call's release (same thread here).
+      ran_in_child += g_slots[base + i].ran.load(std::memory_order_acquire);
+    ssize_t w = ::write(fds[1], &ran_in_child, sizeof ran_in_child);
+    ::_exit(w == static_cast<ssize_t>(sizeof ran_in_child) ? 0 : 3);
+  }
+  PyOS_AfterFork_Parent();
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    return d;
+  }
+  int child_ran = -1, status = -1;
+  {
+    py::gil_scoped_release nogil;
+    if (::read(fds[0], &child_ran, sizeof child_ran) != static_cast<ssize_t>(sizeof child_ran))
+      child_ran = -1;
+    ::close(fds[0]);
+    if (::waitpid(pid, &status, 0) != pid) status = -1;
+  }
+  d["child_ran"] = child_ran;
+  d["child_status"] = status;
+  return d;
+}
+
 }  // namespace
 
 namespace deferred_cleanup::bindings {
@@ -440,6 +509,10 @@ void register_probe(pybind11::module_& m) {
   m.def("arm_after_finalize", &arm_after_finalize,
         "std::atexit a handler that adds a pending call from a foreign thread after Py_FinalizeEx "
         "returned.");
+  m.def("fork_keeps_queued", &fork_keeps_queued, py::arg("n"),
+        "Queue n calls from a foreign thread, fork at once, and return how many of them the "
+        "child runs at its first Py_MakePendingCalls (dict: base, queued, child_ran, "
+        "child_status).");
   register_probe_pep788(m);  // PEP 788 steps (3.15+; pep788_available() says)
 }
 

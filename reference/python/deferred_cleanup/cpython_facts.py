@@ -67,6 +67,10 @@ state; "full" means the queue refused an add):
     subinterpreter (``Py_NewInterpreter``) ran a pure-Python loop on the main
     thread; ``"lost"``: it never ran, not even after ``Py_MakePendingCalls``
     in the main interpreter.
+``fork.queued_calls_in_child`` (str: ``"run"`` / ``"lost"`` / ``"partial"`` / ``"child-failed"``)
+    Whether a child forked (as :func:`os.fork` does) right after a foreign
+    thread queued calls runs those calls at its first ``Py_MakePendingCalls``:
+    the calls queued before ``fork()`` survive in the child's ring.
 ``atexit.finalizing`` (bool)
     ``Py_IsFinalizing()`` (``_Py_IsFinalizing()`` before 3.13) inside a
     Python ``atexit`` handler.
@@ -519,6 +523,27 @@ TABLE: tuple[Fact, ...] = (
         0,
         _GIL_313
         + " _push_pending_call: the queue was drained by finalization, so the add succeeds",
+    ),
+    # ---- 8b. fork
+    Fact(
+        "fork.queued_calls_in_child",
+        *_OLD,
+        "run",
+        "after fork the child re-initialises the pending-call lock and keeps the ring: "
+        "_PyEval_ReInitThreads (Python/ceval.c v3.10.0, v3.11.0; Python/ceval_gil.c v3.12.0) "
+        "re-inits pending->lock only, and _PyRuntimeState_ReInitThreads (Python/pystate.c "
+        "v3.12.0) re-inits the locks of LOCKS_INIT, pending_mainthread.lock among them; "
+        "PyOS_AfterFork_Child (Modules/posixmodule.c) calls both",
+    ),
+    Fact(
+        "fork.queued_calls_in_child",
+        *_NEW,
+        "run",
+        "_PyEval_ReInitThreads (Python/ceval_gil.c v3.13.0, v3.14.7, v3.15.0rc1) re-inits "
+        "pending->mutex with _PyMutex_at_fork_reinit and _PyRuntimeState_ReInitThreads "
+        "(Python/pystate.c v3.13.0, v3.14.7, v3.15.0rc1) the mutexes of LOCKS_INIT, "
+        "pending_mainthread.mutex among them; neither touches first, next, npending or the "
+        "slots",
     ),
     # ---- 9. PEP 788 interpreter guards (3.15+)
     *(

@@ -400,6 +400,48 @@ def probe_subinterpreter(fields: dict, extra: dict) -> None:
     }
 
 
+# ---------------------------------------------------------------- 6b: fork
+#: How many calls the fork probe queues before it forks.
+FORK_QUEUED = 4
+
+
+def probe_fork(fields: dict, extra: dict) -> None:
+    """Pending calls queued before ``fork()``: does the child run them?
+
+    A foreign thread queues :data:`FORK_QUEUED` calls (and is joined), then
+    the main thread forks from C with no bytecode in between (as
+    :func:`os.fork` does: ``PyOS_BeforeFork``, ``fork``,
+    ``PyOS_AfterFork_Child``) and the child runs ``Py_MakePendingCalls`` once.
+    The parent's own copies then run at :func:`_flush`.
+
+    :param fields: dict receiving ``fork.queued_calls_in_child``: ``"run"``
+        (the child ran all of them), ``"lost"`` (none), ``"partial"``, or
+        ``"child-failed"`` (fork or the child failed) (mutated).
+    :param extra: dict receiving ``fork`` (the raw counts and the child's wait
+        status) (mutated).
+    :returns: None.  Raises RuntimeError when the queue refused an add.
+    """
+    _flush()
+    r = P.fork_keeps_queued(FORK_QUEUED)
+    _flush()
+    ran, queued = r["child_ran"], r["queued"]
+    if ran < 0 or r["child_status"] != 0:
+        cat = "child-failed"
+    elif ran == queued:
+        cat = "run"
+    elif ran == 0:
+        cat = "lost"
+    else:
+        cat = "partial"
+    fields["fork.queued_calls_in_child"] = cat
+    extra["fork"] = {
+        "queued": queued,
+        "child_ran": ran,
+        "child_status": r["child_status"],
+        "parent_ran": sum(P.ran(r["base"] + i) for i in range(queued)),
+    }
+
+
 # ---------------------------------------------------------------- 7: finalization
 def _child(kind: str) -> None:
     """Body of a finalization child process (``--child KIND``).
@@ -693,6 +735,7 @@ PROBES = (
     probe_delays,
     probe_runner,
     probe_subinterpreter,
+    probe_fork,
     probe_finalization,
     probe_pep788,
 )
