@@ -44,7 +44,7 @@ pytestmark = pytest.mark.tools
 
 REPO = Path(__file__).resolve().parent.parent
 LITMUS = REPO / "tests" / "litmus"
-HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
+HEADERS = REPO / "include" / "deferred_cleanup"
 
 # Both C11 models shipped with herdtools7: RC11 (Lahav et al., PLDI 2017) and
 # the partial-SC model of Batty, Donaldson, Wickerson (POPL 2016).

@@ -24,7 +24,7 @@ what the model proves without a test failing.
 
 from pathlib import Path
 
-INCLUDE = Path(__file__).resolve().parent.parent / "reference" / "include" / "deferred_cleanup"
+INCLUDE = Path(__file__).resolve().parent.parent / "include" / "deferred_cleanup"
 
 
 def _body(path: Path, signature: str) -> str:

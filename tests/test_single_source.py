@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-INCLUDE = REPO / "reference" / "include" / "deferred_cleanup"
+INCLUDE = REPO / "include" / "deferred_cleanup"
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 

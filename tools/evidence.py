@@ -44,7 +44,7 @@ import disasm  # noqa: E402 - tools/disasm.py
 import provenance  # noqa: E402 - tools/provenance.py
 
 BUILD = REPO / "build" / "lost-wakeup-test"
-CORE = "reference/include/deferred_cleanup/*.hpp"
+CORE = "include/deferred_cleanup/*.hpp"
 HARNESS = "tests/cpp/race_harness.hpp"
 # Which sources each file measured (globs relative to the repository root).
 GLOBS = {

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "notes" / "interpreters"
 #: What the probe and the suite measured: the package, its C++ and the tests.
 GLOBS = [
-    "reference/include/deferred_cleanup/*.hpp",
+    "include/deferred_cleanup/*.hpp",
     "reference/src/*.cpp",
     "reference/src/*.hpp",
     "reference/python/deferred_cleanup/*.py",

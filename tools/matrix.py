@@ -344,7 +344,7 @@ def provision(it: Interp) -> None:
 def source_hash() -> str:
     h = hashlib.sha256()
     files = [REPO / "CMakeLists.txt", REPO / "pyproject.toml"]
-    for sub in ("reference",):
+    for sub in ("include", "reference"):
         files += sorted(
             p for p in (REPO / sub).rglob("*") if p.is_file() and "__pycache__" not in p.parts
         )

@@ -757,7 +757,7 @@ def universal(n: int, seed: int) -> int:
     for h in UNIVERSAL_HEADERS:
         d = gen / h
         d.mkdir(parents=True)
-        src = REPO / "reference" / "include" / "deferred_cleanup" / h
+        src = REPO / "include" / "deferred_cleanup" / h
         subprocess.run(
             [str(tool), str(src), "cpp", "--noCheck", "--mutantDir", str(d)],
             cwd=d,
@@ -775,7 +775,7 @@ def universal(n: int, seed: int) -> int:
     inc = OUT / "_syntax" / "include"
     if inc.parent.exists():
         shutil.rmtree(inc.parent)
-    shutil.copytree(source / "reference" / "include", inc)
+    shutil.copytree(source / "include", inc)
     tu = inc.parent / "all.cpp"
     tu.write_text("".join(f'#include "deferred_cleanup/{h}"\n' for h in UNIVERSAL_HEADERS))
 
@@ -788,7 +788,7 @@ def universal(n: int, seed: int) -> int:
         ).stdout
 
     plain = {
-        h: code(source / "reference" / "include" / "deferred_cleanup" / h)
+        h: code(source / "include" / "deferred_cleanup" / h)
         for h in UNIVERSAL_HEADERS
     }
     sample, invalid, comment_only = [], 0, 0
@@ -836,7 +836,7 @@ def universal(n: int, seed: int) -> int:
     rows = []
     t_start = time.monotonic()
     for i, (h, path) in enumerate(sample, 1):
-        rel = f"reference/include/deferred_cleanup/{h}"
+        rel = f"include/deferred_cleanup/{h}"
         before = (source / rel).read_text().splitlines()
         after = path.read_text().splitlines()
         change = " / ".join(

@@ -36,7 +36,7 @@ MUTANTS = REPO / "tests" / "mutants"
 PAGES = (
     "docs/caveats.rst",
     "docs/contract.rst",
-    "reference/include/deferred_cleanup/queue.hpp",
+    "include/deferred_cleanup/queue.hpp",
 )
 KINDS = ("mutants", "reason", "gap")
 

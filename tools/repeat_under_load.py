@@ -38,7 +38,7 @@ from matrix import session_aborted  # noqa: E402
 
 # What the suite exercises: the core, the extension, the tests themselves.
 GLOBS = [
-    "reference/include/deferred_cleanup/*.hpp",
+    "include/deferred_cleanup/*.hpp",
     "reference/src/*.cpp",
     "reference/python/deferred_cleanup/*.py",
     "tests/*.py",

@@ -4,7 +4,7 @@
 // the ring host of ring_host.hpp), `destroyed()` (the destructor path: push +
 // schedule, what a user object's destructor runs on a driver thread),
 // `pending_call()` (what the host runs on the main thread) and `drain()` (the
-// consumer).  Everything calls the real headers under reference/include.
+// consumer).  Everything calls the real headers under include.
 #pragma once
 
 #include <memory>

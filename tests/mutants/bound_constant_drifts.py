@@ -1,6 +1,6 @@
 """The bound on outstanding pending calls, kMaxCallsOutstanding, says two while the code reaches three."""
 
-FILE = "reference/include/deferred_cleanup/rearm_state.hpp"
+FILE = "include/deferred_cleanup/rearm_state.hpp"
 FIND = """\
 inline constexpr std::uint32_t kMaxCallsOutstanding = 3;
 """

@@ -1,6 +1,6 @@
 """Every producer wins the claim, so each callback adds its own pending call."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
       return !scheduled_.exchange(true, P::claim);
 """

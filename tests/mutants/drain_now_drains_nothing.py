@@ -1,6 +1,6 @@
 """drain_now() returns without draining."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
   return {DrainNowStatus::drained, drain_all(q)};
 """

@@ -1,6 +1,6 @@
 """An entry point drains on whatever thread calls it, not only on the main thread."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
     if (q.host().is_main_thread()) {
       EntryAction done = EntryAction::nothing;

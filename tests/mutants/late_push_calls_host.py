@@ -1,6 +1,6 @@
 """A producer passes the gate after close(), so a late callback calls CPython."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
     if (accepting()) {
       return true;

@@ -1,6 +1,6 @@
 """The drain's take returns the list newest first (the push order reversed)."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
     DeferredCleanupItem* fifo = nullptr;
     while (lifo != nullptr) {
