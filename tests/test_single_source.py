@@ -29,7 +29,7 @@ WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 def _prose_files() -> list[Path]:
     """Every file whose comments or text state the numbers: the core's headers,
     the host's sources, the Python package, the docs pages and the README."""
-    files = sorted(INCLUDE.glob("*.hpp"))
+    files = sorted(INCLUDE.rglob("*.hpp"))
     files += sorted((REPO / "reference" / "src").glob("*.[ch]pp"))
     files += sorted((REPO / "reference" / "python" / "deferred_cleanup").glob("*.py"))
     files += sorted(p for p in (REPO / "docs").rglob("*.rst") if "_build" not in p.parts)

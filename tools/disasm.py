@@ -52,8 +52,8 @@ import zipfile
 from pathlib import Path
 
 VARIANTS = [
-    ("cuda-core-1.2", "CudaCore12Policy"),
-    ("seed", "SeedPolicy"),
+    ("cuda-core-1.2", "comparison::CudaCore12Policy"),
+    ("seed", "comparison::SeedPolicy"),
     ("reference", "ReferencePolicy"),
 ]
 
@@ -128,9 +128,14 @@ DECORATION = re.compile(
 
 
 def short_name(symbol: str) -> str:
-    """A demangled name without ``deferred_cleanup::``, ``(anonymous
-    namespace)::`` and GCC's ``[clone .isra.0]`` suffixes."""
-    symbol = symbol.replace("deferred_cleanup::", "").replace("(anonymous namespace)::", "")
+    """A demangled name without ``deferred_cleanup::`` (and its
+    ``comparison::``), ``(anonymous namespace)::`` and GCC's ``[clone .isra.0]``
+    suffixes."""
+    symbol = (
+        symbol.replace("deferred_cleanup::comparison::", "")
+        .replace("deferred_cleanup::", "")
+        .replace("(anonymous namespace)::", "")
+    )
     return re.sub(r" \[clone [^]]*\]", "", symbol)
 
 

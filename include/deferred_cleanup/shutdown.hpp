@@ -87,7 +87,7 @@ namespace deferred_cleanup {
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
 /// Source: this project (shutdown.hpp's essay: not reached in practice).
-inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
+DEFERRED_CLEANUP_LOCAL inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
 
 /// What the reference shutdown sequence did.
 ///

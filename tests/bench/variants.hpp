@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "deferred_cleanup/callback.hpp"
+#include "deferred_cleanup/comparison/policies.hpp"
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/item.hpp"
 #include "ring_host.hpp"
@@ -63,8 +64,8 @@ inline constexpr char kReference[] = "reference";
 inline constexpr char kSeed[] = "seed";
 inline constexpr char kCudaCore12[] = "cuda-core-1.2";
 using Reference = PolicyVariant<core::ReferencePolicy, kReference>;
-using Seed = PolicyVariant<core::SeedPolicy, kSeed>;
-using CudaCore12 = PolicyVariant<core::CudaCore12Policy, kCudaCore12>;
+using Seed = PolicyVariant<core::comparison::SeedPolicy, kSeed>;
+using CudaCore12 = PolicyVariant<core::comparison::CudaCore12Policy, kCudaCore12>;
 #define DC_BENCH_VARIANTS(X) X(Reference) X(Seed) X(CudaCore12)
 
 using Item = core::DeferredCleanupItem;

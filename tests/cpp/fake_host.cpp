@@ -7,6 +7,7 @@
 #include <random>
 #include <thread>
 
+#include "deferred_cleanup/comparison/policies.hpp"
 #include "deferred_cleanup/drain.hpp"
 
 namespace dc_test {
@@ -49,8 +50,9 @@ std::atomic<bool> g_real_clock{false};
 std::atomic<bool> g_finalizing{false};
 
 bool is_ours(dc::PendingCallFn fn) {
-  return fn == &dc::pending_call<dc::ReferencePolicy> || fn == &dc::pending_call<dc::SeedPolicy> ||
-         fn == &dc::pending_call<dc::CudaCore12Policy>;
+  return fn == &dc::pending_call<dc::ReferencePolicy> ||
+         fn == &dc::pending_call<dc::comparison::SeedPolicy> ||
+         fn == &dc::pending_call<dc::comparison::CudaCore12Policy>;
 }
 
 bool fake_is_main_thread();
