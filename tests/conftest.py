@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures for the deferred-cleanup test suite.
 
 Other helpers may append fixtures below the marked section.  Every fixture

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The docs site: it builds with no warning, every page loads cleanly in a
 headless browser, nothing dangles, and each check can fail.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """C11 litmus tests of the store-buffering handshakes, and their drift check (herd7).
 
 The queue's correctness rests on store-buffering pairs (queue.hpp explains

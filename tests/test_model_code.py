@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The statement orders the Promela model assumes, read from the C++ headers.
 
 tests/model/deferred_cleanup.pml proves liveness with lost calls and re-arms

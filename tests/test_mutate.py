@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The mutation kill matrix (tools/mutate.py, tests/mutants/) in ``make test``.
 
 Each mutant is one deliberate breakage of the C++ core; the checks it names

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The promise ledger (tests/promises.toml) against the pages and the mutants.
 
 Every promise of the Caveats page and of the contract (the states table in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Each number the project states in several places has one source.
 
 The bound on outstanding pending calls, the ring of call tokens, CPython's

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """make bench: the benchmarks of the core and of the package, and their report.
 
 Steps, each saying what it does:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Print the x86-64 instructions of each variant's drain and producer path.
 
 Two sources, both read with binutils (``nm``, ``objdump``), standard library

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make docs: build the documentation site into build/docs/html.
 #
 # What it does, skipping whatever is already done:

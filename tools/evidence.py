@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Measure on this machine what the docs' hardware pages show, and stamp it.
 
 One run writes, into ``--out`` (default ``build/evidence``), the four files of

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """How often a fork() child gets no pending call because the fork cut a
 Py_AddPendingCall of another thread (docs Caveats, fork()).
 

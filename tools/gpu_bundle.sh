@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_bundle.sh: build here everything the GPU machine's one session needs,
 # into one folder that the device call carries (tools/gpu_session.sh runs it).
 #

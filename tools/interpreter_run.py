@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Save one interpreter's probe and suite results, measured outside CI, as data.
 
 The docs' versions page renders every ``notes/interpreters/*.json`` under

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The interpreter matrix: every CPython from 3.10 to 3.15 this machine can have.
 
 One command provisions each interpreter, a virtual environment for it with the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The mutation kill matrix: every mutant in tests/mutants/ must be killed.
 
 A mutant is one small, deliberate breakage of the C++ core (a one-line change
@@ -787,10 +788,7 @@ def universal(n: int, seed: int) -> int:
             text=True,
         ).stdout
 
-    plain = {
-        h: code(source / "include" / "deferred_cleanup" / h)
-        for h in UNIVERSAL_HEADERS
-    }
+    plain = {h: code(source / "include" / "deferred_cleanup" / h) for h in UNIVERSAL_HEADERS}
     sample, invalid, comment_only = [], 0, 0
     for h, path in order:
         if len(sample) >= n:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Provenance stamps: which code a measured figure measured.
 
 Every data file that a docs page renders carries one stamp, under the key

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Run the per-interpreter suite several times while every core is kept busy.
 
 Flaky tests hide on an idle machine.  This script starts one busy process per

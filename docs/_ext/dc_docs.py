@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sphinx glue for the deferred-cleanup site: what makes the site generated
 from the code and the measurements rather than copied from them.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // callback.hpp: what a user object's destructor may do.
 //
 // CUDA runs a user object's destructor when its last reference goes away:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host.hpp: the core's faces toward its host, on the bottom floor beside item.hpp.
 //
 // The core (queue, callback, scheduling, drain, shutdown) never includes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // item.hpp: the unit of deferred work.
 //
 // A DeferredCleanupItem is one payload waiting to be released on the CPython

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // policy.hpp: the three variants, as compile-time policies.
 //
 // The queue (queue.hpp) and the functions around it are templates over a

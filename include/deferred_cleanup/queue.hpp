@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // queue.hpp: the process-wide intrusive MPSC queue and its flags.
 //
 // Producers are driver threads running user-object destructors; there may be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rearm_state.hpp: the re-arm rule's state, in its own struct (reference).
 //
 // The PR's design needs one flag, `scheduled_` (queue.hpp): a claim is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // scheduling.hpp: make sure one pending call is outstanding.
 //
 // CPython's pending-call ring is small: a foreign thread can hold 31 calls on

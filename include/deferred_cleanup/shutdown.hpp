@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shutdown.hpp: stop calling into CPython before CPython goes away.
 //
 // The hazard.  Py_AddPendingCall after Py_FinalizeEx crashes 3.10-3.12 (the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers.hpp: the two implementations of deferred_cleanup::Driver.
 //
 // Private to reference/src (the bindings and the two driver .cpp files); the

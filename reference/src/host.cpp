@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host.cpp: the CPython host of the queue, for each of the three variants,
 // for as long as the interpreter lives.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host.hpp: what the files of the CPython host share.  They are split by
 // lifetime:
 //

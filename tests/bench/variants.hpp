@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // variants.hpp: the variants of the core, as the benchmarks see them.
 //
 // Each variant is a type with a `name`, a `Queue` type, `make()` (a queue on

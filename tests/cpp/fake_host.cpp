@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fake_host.cpp: see fake_host.hpp.
 #include "fake_host.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lost_wakeup.cpp: the lost wakeup of the comparison variants, on the real
 // hardware, with the real queue code.
 //

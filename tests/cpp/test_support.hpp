@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // test_support.hpp: payloads and policy lists shared by the GoogleTest files.
 #pragma once
 

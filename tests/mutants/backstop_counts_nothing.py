@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Py_AtExit backstop reports no leaked item."""
 
 FILE = "include/deferred_cleanup/shutdown.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The bound on outstanding pending calls, kMaxCallsOutstanding, says two while the code reaches three."""
 
 FILE = "include/deferred_cleanup/rearm_state.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every producer wins the claim, so each callback adds its own pending call."""
 
 FILE = "include/deferred_cleanup/queue.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A destructor callback that runs on the main thread cleans its payload at
 once, inside the driver call, instead of pushing and scheduling."""
 

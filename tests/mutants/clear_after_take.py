@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pending call clears scheduled_ after its drain instead of before."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A producer whose take_supersede fails keeps the stale claim's clock (drops it)."""
 
 FILE = "include/deferred_cleanup/rearm.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A main-thread entry point of the reference no longer drains directly."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A destructor pushes its item twice."""
 
 FILE = "include/deferred_cleanup/callback.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """drain_now() returns without draining."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """drain_now() drains on any thread instead of refusing off the main thread."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

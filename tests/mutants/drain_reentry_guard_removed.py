@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """drain_all() loses its re-entrancy guard: a drain inside a cleanup drains too."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The drain refuses to run once the gate is closed, not only once the host is dead."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The direct drain at a main-thread entry point clears the claim."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

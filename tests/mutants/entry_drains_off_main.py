@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An entry point drains on whatever thread calls it, not only on the main thread."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

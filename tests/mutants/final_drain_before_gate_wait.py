@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exit sequence drains before it waits out the gate, not after."""
 
 FILE = "include/deferred_cleanup/shutdown.hpp"

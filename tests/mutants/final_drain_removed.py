@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exit sequence skips its final drain."""
 
 FILE = "include/deferred_cleanup/shutdown.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fork() child keeps the parent's claim (scheduled_ not reset)."""
 
 FILE = "include/deferred_cleanup/queue.hpp"

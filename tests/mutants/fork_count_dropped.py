@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The at-fork reset is not counted in the child's stats()."""
 
 FILE = "include/deferred_cleanup/queue.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fork() child keeps the parent's superseded-call record (not reset)."""
 
 FILE = "include/deferred_cleanup/rearm_state.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A producer leaves the gate with a relaxed decrement instead of a release."""
 
 FILE = "include/deferred_cleanup/queue.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exit sequence does not wait for producers inside the in-flight gate."""
 
 FILE = "include/deferred_cleanup/shutdown.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A producer passes the gate after close(), so a late callback calls CPython."""
 
 FILE = "include/deferred_cleanup/queue.hpp"

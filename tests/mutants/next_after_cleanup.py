@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The drain reads an item's `next` after running its cleanup."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The reference's push (CAS on head_) is relaxed: the item's fields are not published."""
 
 FILE = "include/deferred_cleanup/policy.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The destructor callback drops its item once the gate is closed."""
 
 FILE = "include/deferred_cleanup/callback.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The claim's call no longer frees the right to supersede when it runs (lost calls count for ever)."""
 
 FILE = "include/deferred_cleanup/rearm_state.hpp"

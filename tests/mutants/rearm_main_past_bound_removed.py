@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A main-thread entry point no longer re-arms past the bound: two consecutive lost calls turn the pending-call path off."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

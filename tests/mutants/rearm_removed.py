@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A stale claim is never re-armed."""
 
 FILE = "include/deferred_cleanup/rearm.hpp"

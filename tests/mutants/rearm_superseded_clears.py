@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A call superseded by a re-arm clears scheduled_ as if it were the claim's call."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A running call reads the superseded record before it moves the claim (the old order)."""
 
 FILE = "include/deferred_cleanup/rearm_state.hpp"

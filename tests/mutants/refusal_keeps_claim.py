@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """After the host refuses the pending call, the claim is not given back."""
 
 FILE = "include/deferred_cleanup/scheduling.hpp"

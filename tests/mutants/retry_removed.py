@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An entry point that cannot drain no longer retries scheduling."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

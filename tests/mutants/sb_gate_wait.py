@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, gate.wait: the reference's order weakened to acquire."""
 
 FILE = "include/deferred_cleanup/policy.hpp"

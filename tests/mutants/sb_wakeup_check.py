@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, wakeup.check: the reference's order weakened to acq_rel."""
 
 FILE = "include/deferred_cleanup/policy.hpp"

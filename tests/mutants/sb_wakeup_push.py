@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, wakeup.push: the reference's order weakened to release."""
 
 FILE = "include/deferred_cleanup/policy.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The drain's take returns the list newest first (the push order reversed)."""
 
 FILE = "include/deferred_cleanup/queue.hpp"

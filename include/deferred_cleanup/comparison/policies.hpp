@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // comparison/policies.hpp: the two deliberately faulty comparison policies.
 //
 // Not for use in an extension.  Each reproduces one named source exactly,

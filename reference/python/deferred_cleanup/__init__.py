@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deferred-cleanup: hand cleanup work from a foreign native thread to the
 CPython main thread through ``Py_AddPendingCall``.
 
