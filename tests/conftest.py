@@ -57,6 +57,10 @@ MATRIX_ONLY = {
         "builds tests/bench with CMake (apt installs Google Benchmark if missing) and runs each "
         "benchmark once"
     ),
+    "examples": (
+        "builds the wheel, installs it into a fresh virtual environment and builds every "
+        "example against it with CMake (tools/examples.py, minutes)"
+    ),
 }
 
 

@@ -152,6 +152,9 @@ ONCE_CHECKS = [
     ("sanitize", "cp312-pyenv", "sanitize"),
     ("mutate", "cp312-pyenv", "mutate"),
     ("bench", "cp312-pyenv", "bench"),
+    # One interpreter: a wheel, a fresh environment and a CMake build per example cost about
+    # a CPU minute each; the examples' own Python is the same C API on every version.
+    ("examples", "cp312-pyenv", "examples"),
 ]
 # What the probe measures with (its provenance stamp's sources).
 PROBE_SOURCES = [
