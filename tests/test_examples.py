@@ -31,6 +31,10 @@ import examples as runner  # noqa: E402  (tools/examples.py)
 
 
 def _build_dir(tmp: Path) -> Path:
+    """scikit-build-core's build directory for the wheel: DC_EXAMPLES_BUILD_DIR if
+    set, else the matrix interpreter's own (incremental), else a fresh one."""
+    if os.environ.get("DC_EXAMPLES_BUILD_DIR"):
+        return Path(os.environ["DC_EXAMPLES_BUILD_DIR"])
     name = os.environ.get("DC_INTERPRETER_NAME")
     return REPO / "build" / name if name else tmp / "skbuild"
 
