@@ -348,7 +348,11 @@ def provision(it: Interp) -> None:
 def source_hash() -> str:
     h = hashlib.sha256()
     files = [REPO / "CMakeLists.txt", REPO / "pyproject.toml"]
-    for sub in ("include", "reference"):
+    # What the wheel is built from: the CMake package (cmake/), the headers (include/), the
+    # CPython host's sources (src/) and the reference module (reference/).
+    for sub in ("cmake", "include", "reference", "src"):
+        if not (REPO / sub).is_dir():
+            continue
         files += sorted(
             p for p in (REPO / sub).rglob("*") if p.is_file() and "__pycache__" not in p.parts
         )
