@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # deferred-cleanup: every target provisions what it needs, skips what is
 # already done, and says what it is doing.  See README.md.
 #

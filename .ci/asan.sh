@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The C++ core under AddressSanitizer + UndefinedBehaviorSanitizer (make asan;
 # make sanitize runs .ci/tsan.sh and this).  Builds tests/cpp in build/asan
 # with -fsanitize=address,undefined -fno-sanitize-recover=all, runs the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by .ci/tsan.sh and .ci/asan.sh (sourced, not run).
 say() { printf '[sanitize] %s\n' "$*"; }
 

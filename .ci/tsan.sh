@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The C++ core under ThreadSanitizer (make tsan; make sanitize runs this and
 # .ci/asan.sh).  Builds tests/cpp in build/tsan with -fsanitize=thread, runs
 # the GoogleTest suite (8 producers x DC_STRESS_ITEMS items, default 10^6),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Checks of the built site, used by tests/test_docs.py (and runnable by hand:
 ``python docs/check_site.py build/docs/html``).
 

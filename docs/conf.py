@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sphinx configuration for the deferred-cleanup site.
 
 Built by ``make docs`` (``tools/docs.sh``) in the matrix's ``docs`` environment

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared fixtures for the deferred-cleanup test suite.
 
 Other helpers may append fixtures below the marked section.  Every fixture
@@ -62,6 +63,10 @@ MATRIX_ONLY = {
     "bench": (
         "builds tests/bench with CMake (apt installs Google Benchmark if missing) and runs each "
         "benchmark once"
+    ),
+    "examples": (
+        "builds the wheel, installs it into a fresh virtual environment and builds every "
+        "example against it with CMake (tools/examples.py, minutes)"
     ),
 }
 

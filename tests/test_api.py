@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Python API: names, bad input, reference_burst.
 
 Bad input gets a clear exception and nothing is lost or cleaned twice

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every public function answers a wrong type with TypeError naming the
 parameter and the type it accepts, and a value out of range with ValueError
 naming the range; the library's own exceptions keep their classes.  Each row

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bad input and resource failures get a clear error, never undefined
 behaviour, an abort or a payload cleaned twice."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Smoke run of the benchmarks: they build and each runs once, so they
 cannot rot, and what they report about the design holds.
 

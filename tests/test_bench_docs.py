@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Performance page shows the committed benchmark results: its headline
 table matches docs/_data/bench.json, and its plots are there.
 

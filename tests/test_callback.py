@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """callback.hpp: the destructor only pushes and schedules.
 
 The destructor runs on a driver thread with no Python thread state; the

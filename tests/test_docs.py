@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The docs site: it builds with no warning, every page loads cleanly in a
 headless browser, nothing dangles, and each check can fail.
 
@@ -28,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
 HTML = REPO / "build" / "docs" / "html"
 WARNINGS = REPO / "build" / "docs" / "warnings.log"
-HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
+HEADERS = REPO / "include" / "deferred_cleanup"
 COMPONENTS = ["item", "host", "queue", "callback", "scheduling", "rearm", "drain", "shutdown"]
 # Headers explained on another header's page (the re-arm rule's state beside the rule).
 HEADER_PAGE = {**{c: c for c in COMPONENTS}, "rearm_state": "rearm"}
@@ -132,7 +133,7 @@ def test_component_page_quotes_its_own_header(site, component):
     header = HEADERS / f"{component}.hpp"
     source = (DOCS / "design" / f"{component}.rst").read_text()
     quoted = re.findall(r"literalinclude::\s*(\S+)", source)
-    assert f"../../reference/include/deferred_cleanup/{component}.hpp" in quoted
+    assert f"../../include/deferred_cleanup/{component}.hpp" in quoted
     # The quote in the built page is the header's text, not a copy: every
     # marked region the page names appears verbatim (modulo indentation).
     text = _text(site / "design" / f"{component}.html")

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """drain.hpp: the main-thread consumer.
 
 Sources: cuda-python PR #2371 (drain takes the whole list); gh-95820

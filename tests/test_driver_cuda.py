@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The `cuda` driver on the real CUDA driver API (marker `gpu`).
 
 Skips, naming the reason, where there is no driver or no GPU.  With

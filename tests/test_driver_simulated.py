@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The simulated driver: CUDA's user-object contract on any machine.
 
 Source: CUDA Driver API (cuUserObjectCreate, cuGraphRetainUserObject with

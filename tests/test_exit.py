@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The reference's exit promise (shutdown.hpp, exit.cpp's exit hook).
 
 Every payload whose graph was destroyed before the interpreter starts

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """First use: what a plain ``pytest`` in a checkout runs, and the one-interpreter matrix.
 
 Plain ``pytest`` (after ``pip install .[test]``) must not build the docs site,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """fork(): the child of a process using deferred_cleanup is a clean process.
 
 os.register_at_fork(after_in_child=...) resets, in the child, the queue's

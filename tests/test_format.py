@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One line width, kept by tools: the C++ is what clang-format makes of it
 (``.clang-format``: Google's style, 100 columns) and the Python what ruff
 makes of it (``pyproject.toml`` ``[tool.ruff]``: 100 columns, format and a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The in-flight gate's store-buffering pair on this machine's CPU, with the real queue code.
 
 ``tests/cpp/gate_sb.cpp`` races, once per iteration on a freshly built queue,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Graph takes part in the garbage collector's protocol (api_bindings.cpp).
 
 A payload that references its own graph forms a cycle through C++ (graph ->

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The side-by-side comparison with cuda-core (tools/gpu_compare.py).
 
 Without a GPU: the committed run (notes/gpu/compare/) is complete and

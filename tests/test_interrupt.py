@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """KeyboardInterrupt and SystemExit raised by a cleanup reach the program
 (host.cpp): the remaining cleanups still run exactly once, then the first
 such exception is raised where the drain was entered: by the entry point

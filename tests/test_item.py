@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """item.hpp: one preallocated item per user object; exactly-once cleanup.
 
 Source: cuda-python PR #2371 (item allocated before the driver sees the user

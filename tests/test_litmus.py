@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """C11 litmus tests of the store-buffering handshakes, and their drift check (herd7).
 
 The queue's correctness rests on store-buffering pairs (queue.hpp explains
@@ -44,7 +45,7 @@ pytestmark = pytest.mark.tools
 
 REPO = Path(__file__).resolve().parent.parent
 LITMUS = REPO / "tests" / "litmus"
-HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
+HEADERS = REPO / "include" / "deferred_cleanup"
 
 # Both C11 models shipped with herdtools7: RC11 (Lahav et al., PLDI 2017) and
 # the partial-SC model of Batty, Donaldson, Wickerson (POPL 2016).
@@ -114,42 +115,51 @@ def _kind(op: str) -> str:
     return op if op in ("load", "store") else "rmw"
 
 
+# The files that hold policy structs: the reference in the core, the two
+# comparison policies beside it in comparison/ (deferred_cleanup::comparison).
+POLICY_FILES = ("policy.hpp", "comparison/policies.hpp")
+
+
 def policy_orders(headers: Path = HEADERS) -> dict[str, dict[str, dict]]:
-    """The tagged order constants of each policy struct in policy.hpp.
+    """The tagged order constants of each policy struct (POLICY_FILES).
 
     Args:
-        headers: the directory holding policy.hpp.
+        headers: the directory holding policy.hpp and comparison/.
     Returns:
         {policy name: {tag: {"member": str, "order": str, "where": str}}},
-        orders without the ``memory_order_`` prefix.
+        orders without the ``memory_order_`` prefix; ``where`` is
+        ``FILE:LINE`` with FILE relative to ``headers``.
     Raises:
         AssertionError: a tag not followed by an order constant, or twice in
         one struct.
     """
-    text = (headers / "policy.hpp").read_text()
     out: dict[str, dict[str, dict]] = {}
-    for m in STRUCT_RE.finditer(text):
-        first = text.count("\n", 0, m.start(2)) + 1
-        lines = m.group(2).splitlines()
-        tags: dict[str, dict] = {}
-        for i, line in enumerate(lines):
-            for tag in TAG_RE.findall(line):
-                where = f"policy.hpp:{first + i}"
-                assert line.lstrip().startswith("//"), f"{where}: tag outside a comment line"
-                j = i + 1
-                while j < len(lines) and lines[j].lstrip().startswith("//"):
-                    j += 1
-                decl = DECL_RE.search(lines[j]) if j < len(lines) else None
-                assert decl, f"{where}: [litmus:{tag}] is not followed by a memory-order constant"
-                assert tag not in tags, (
-                    f"{m.group(1)}: tag {tag} twice ({tags[tag]['where']}, {where})"
-                )
-                tags[tag] = {
-                    "member": decl.group(1),
-                    "order": decl.group(2),
-                    "where": f"policy.hpp:{first + j}",
-                }
-        out[m.group(1)] = tags
+    for rel in POLICY_FILES:
+        text = (headers / rel).read_text()
+        for m in STRUCT_RE.finditer(text):
+            first = text.count("\n", 0, m.start(2)) + 1
+            lines = m.group(2).splitlines()
+            tags: dict[str, dict] = {}
+            for i, line in enumerate(lines):
+                for tag in TAG_RE.findall(line):
+                    where = f"{rel}:{first + i}"
+                    assert line.lstrip().startswith("//"), f"{where}: tag outside a comment line"
+                    j = i + 1
+                    while j < len(lines) and lines[j].lstrip().startswith("//"):
+                        j += 1
+                    decl = DECL_RE.search(lines[j]) if j < len(lines) else None
+                    assert decl, (
+                        f"{where}: [litmus:{tag}] is not followed by a memory-order constant"
+                    )
+                    assert tag not in tags, (
+                        f"{m.group(1)}: tag {tag} twice ({tags[tag]['where']}, {where})"
+                    )
+                    tags[tag] = {
+                        "member": decl.group(1),
+                        "order": decl.group(2),
+                        "where": f"{rel}:{first + j}",
+                    }
+            out[m.group(1)] = tags
     return out
 
 
@@ -160,7 +170,7 @@ def header_uses(headers: Path = HEADERS) -> dict[str, set[tuple[str, str]]]:
     ``scheduled``, ``accepting``, ``in_flight``), as the litmus files name it.
     """
     uses: dict[str, set[tuple[str, str]]] = {}
-    for hpp in sorted(headers.glob("*.hpp")):
+    for hpp in sorted(headers.rglob("*.hpp")):
         for m in CPP_USE_RE.finditer(hpp.read_text()):
             uses.setdefault(m.group(4), set()).add((m.group(1), _kind(m.group(2))))
     return uses
@@ -242,7 +252,10 @@ def drift_errors(headers: Path = HEADERS, litmus: Path = LITMUS) -> list[str]:
         mp = litmus_tags(path, MP_TAG_RE)
         for pol in named:
             if pol not in policies:
-                errors.append(f"{path.name}: policy {pol} is not a struct of policy.hpp")
+                errors.append(
+                    f"{path.name}: policy {pol} is not a policy struct "
+                    "(policy.hpp, comparison/policies.hpp)"
+                )
                 continue
             for tag, ev in list(tags.items()) + list(mp.items()):
                 if tag == "gate.leave" and tag in mp:
@@ -450,8 +463,8 @@ def _scratch_headers(tmp_path: Path) -> Path:
 def _mutate_constant(headers: Path, policy: str, tag: str, new: str) -> None:
     """Set the order constant under [litmus:tag] of one policy struct."""
     where = policy_orders(headers)[policy][tag]["where"]
-    lineno = int(where.split(":")[1])
-    p = headers / "policy.hpp"
+    rel, lineno = where.split(":")[0], int(where.split(":")[1])
+    p = headers / rel
     lines = p.read_text().splitlines(keepends=True)
     old = lines[lineno - 1]
     lines[lineno - 1] = CPP_ORDER_RE.sub(f"std::memory_order_{new}", old)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The lost wakeup on this machine's CPU, with the real queue code.
 
 ``tests/cpp/lost_wakeup.cpp`` runs one producer and one consumer thread (each

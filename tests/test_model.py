@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Model checking of the reference's deferred-cleanup protocol with spin.
 
 ``tests/model/deferred_cleanup.pml`` models N driver callbacks with the

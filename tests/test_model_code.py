@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The statement orders the Promela model assumes, read from the C++ headers.
 
 tests/model/deferred_cleanup.pml proves liveness with lost calls and re-arms
@@ -24,7 +25,7 @@ what the model proves without a test failing.
 
 from pathlib import Path
 
-INCLUDE = Path(__file__).resolve().parent.parent / "reference" / "include" / "deferred_cleanup"
+INCLUDE = Path(__file__).resolve().parent.parent / "include" / "deferred_cleanup"
 
 
 def _body(path: Path, signature: str) -> str:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The mutation kill matrix (tools/mutate.py, tests/mutants/) in ``make test``.
 
 Each mutant is one deliberate breakage of the C++ core; the checks it names
@@ -51,7 +52,7 @@ def test_every_mutant_file_is_valid_and_applies():
 
 def test_a_stale_mutant_stops_the_run(tmp_path):
     (tmp_path / "stale.py").write_text(
-        'FILE = "reference/include/deferred_cleanup/drain.hpp"\n'
+        'FILE = "include/deferred_cleanup/drain.hpp"\n'
         'FIND = "text that is not in the header"\nREPLACE = "x"\n'
         'PROPERTY = "none"\nKILLED_BY = ["litmus"]\n'
     )
@@ -97,7 +98,7 @@ def test_find_survives_reformatting_and_stays_unique(tmp_path):
 def test_a_surviving_mutant_fails_the_run(tmp_path):
     """A change no check can notice (a comment) must be reported as survived."""
     (tmp_path / "harmless.py").write_text(
-        'FILE = "reference/include/deferred_cleanup/drain.hpp"\n'
+        'FILE = "include/deferred_cleanup/drain.hpp"\n'
         'FIND = "// drain.hpp: the consumer, on the CPython main thread."\n'
         'REPLACE = "// drain.hpp: the consumer (a comment changed by the runner\'s self-test)."\n'
         'PROPERTY = "nothing: a comment"\nKILLED_BY = ["litmus"]\n'

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pending-call probe against the expected-facts table, one test per field.
 
 The measured value of every field comes from running the probe

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The promise ledger (tests/promises.toml) against the pages and the mutants.
 
 Every promise of the Caveats page and of the contract (the states table in
@@ -60,10 +61,10 @@ def test_a_missing_or_unnamed_mutant_and_a_row_without_a_guard_are_reported():
 
 def test_a_header_row_is_quoted_from_the_states_table_only():
     tool = _tool()
-    inside = _row(page="reference/include/deferred_cleanup/queue.hpp", quote="take_all M alive")
+    inside = _row(page="include/deferred_cleanup/queue.hpp", quote="take_all M alive")
     outside = _row(  # in queue.hpp, but in a doc comment, not in the table
         id="w",
-        page="reference/include/deferred_cleanup/queue.hpp",
+        page="include/deferred_cleanup/queue.hpp",
         quote="Give the claim back after the host refused the pending call",
         gap="g",
     )

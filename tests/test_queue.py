@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """queue.hpp: the process-wide intrusive MPSC queue.
 
 Source: cuda-python PR #2371; docs/design/queue.rst.

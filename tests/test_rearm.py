@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scheduling.hpp, re-arming: lost pending calls do not disable the
 pending-call path for good.
 

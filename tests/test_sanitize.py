@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Short sanitizer runs of the C++ suite (tests/cpp) in ``make test``.
 
 ``make sanitize`` runs .ci/tsan.sh and .ci/asan.sh at full size (8 producers

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """scheduling.hpp: at most one outstanding pending call; refusals retried.
 
 The capacity of CPython's pending-call ring comes from cpython_facts

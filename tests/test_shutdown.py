@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """shutdown.hpp: no call into CPython after teardown; leaks counted.
 
 Every case runs in a fresh interpreter (tests/scenarios/), under a timeout.

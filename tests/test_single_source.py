@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Each number the project states in several places has one source.
 
 The bound on outstanding pending calls, the ring of call tokens, CPython's
@@ -22,14 +23,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-INCLUDE = REPO / "reference" / "include" / "deferred_cleanup"
+INCLUDE = REPO / "include" / "deferred_cleanup"
 WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 
 
 def _prose_files() -> list[Path]:
     """Every file whose comments or text state the numbers: the core's headers,
     the host's sources, the Python package, the docs pages and the README."""
-    files = sorted(INCLUDE.glob("*.hpp"))
+    files = sorted(INCLUDE.rglob("*.hpp"))
     files += sorted((REPO / "reference" / "src").glob("*.[ch]pp"))
     files += sorted((REPO / "reference" / "python" / "deferred_cleanup").glob("*.py"))
     files += sorted(p for p in (REPO / "docs").rglob("*.rst") if "_build" not in p.parts)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shutdown soak: the finalization scenarios, many times each, counted.
 
 Each case runs a scenario of ``tests/scenarios/`` in a fresh interpreter

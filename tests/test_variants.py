@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The three variants, each faithful to its source (policy.hpp).
 
 Every variant imports, releases a burst of payloads exactly once on the main

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """make bench: the benchmarks of the core and of the package, and their report.
 
 Steps, each saying what it does:
@@ -73,7 +74,7 @@ TARGET_CALLS_PER_PAYLOAD = 0.01
 TARGET_CONSUMER = 1.2  # through the queue / direct (end to end)
 TARGET_FLAT = 1.5  # per-item drain cost, 10^7 / 10^3 ("flat": no super-linear growth)
 SOURCE_GLOBS = [
-    "reference/include/deferred_cleanup/*.hpp",
+    "include/deferred_cleanup/*.hpp",
     "tests/bench/*.cpp",
     "tests/bench/*.hpp",
     "tests/bench/CMakeLists.txt",

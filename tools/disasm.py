@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Print the x86-64 instructions of each variant's drain and producer path.
 
 Two sources, both read with binutils (``nm``, ``objdump``), standard library
@@ -52,8 +53,8 @@ import zipfile
 from pathlib import Path
 
 VARIANTS = [
-    ("cuda-core-1.2", "CudaCore12Policy"),
-    ("seed", "SeedPolicy"),
+    ("cuda-core-1.2", "comparison::CudaCore12Policy"),
+    ("seed", "comparison::SeedPolicy"),
     ("reference", "ReferencePolicy"),
 ]
 
@@ -128,9 +129,14 @@ DECORATION = re.compile(
 
 
 def short_name(symbol: str) -> str:
-    """A demangled name without ``deferred_cleanup::``, ``(anonymous
-    namespace)::`` and GCC's ``[clone .isra.0]`` suffixes."""
-    symbol = symbol.replace("deferred_cleanup::", "").replace("(anonymous namespace)::", "")
+    """A demangled name without ``deferred_cleanup::`` (and its
+    ``comparison::``), ``(anonymous namespace)::`` and GCC's ``[clone .isra.0]``
+    suffixes."""
+    symbol = (
+        symbol.replace("deferred_cleanup::comparison::", "")
+        .replace("deferred_cleanup::", "")
+        .replace("(anonymous namespace)::", "")
+    )
     return re.sub(r" \[clone [^]]*\]", "", symbol)
 
 

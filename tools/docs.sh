@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # make docs: build the documentation site into build/docs/html.
 #
 # What it does, skipping whatever is already done:
@@ -24,7 +25,7 @@
 #      and all of them are listed.  docs/conf.py runs Doxygen (XML only) when
 #      the build starts.  Warnings are also written to build/docs/warnings.log.
 #      Skipped when the last build succeeded and nothing it reads (docs/,
-#      reference/, notes/, tools/, probe.json, build/evidence) changed since;
+#      include/, reference/, notes/, tools/, probe.json, build/evidence) changed since;
 #      DC_DOCS_FORCE=1 rebuilds anyway.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -112,7 +113,7 @@ fi
 mkdir -p build/docs
 stamp=build/docs/.built-ok
 if [ "${DC_DOCS_FORCE:-0}" != 1 ] && [ -f "$stamp" ] && [ -f build/docs/html/index.html ] \
-   && [ -z "$(find docs reference notes tools tests/cpp build/evidence "$probe_json" -name __pycache__ -prune -o -newer "$stamp" -print -quit 2>/dev/null)" ]; then
+   && [ -z "$(find docs include reference notes tools tests/cpp build/evidence "$probe_json" -name __pycache__ -prune -o -newer "$stamp" -print -quit 2>/dev/null)" ]; then
   say "site is up to date (nothing changed since the last successful build): build/docs/html/index.html"
   exit 0
 fi

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Measure on this machine what the docs' hardware pages show, and stamp it.
 
 One run writes, into ``--out`` (default ``build/evidence``), the four files of
@@ -44,7 +45,7 @@ import disasm  # noqa: E402 - tools/disasm.py
 import provenance  # noqa: E402 - tools/provenance.py
 
 BUILD = REPO / "build" / "lost-wakeup-test"
-CORE = "reference/include/deferred_cleanup/*.hpp"
+CORE = "include/deferred_cleanup/*.hpp"
 HARNESS = "tests/cpp/race_harness.hpp"
 # Which sources each file measured (globs relative to the repository root).
 GLOBS = {

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """How often a fork() child gets no pending call because the fork cut a
 Py_AddPendingCall of another thread (docs Caveats, fork()).
 
@@ -34,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO / "tests" / "scenarios" / "fork_child.py"
 GLOBS = [
-    "reference/include/deferred_cleanup/*.hpp",
+    "include/deferred_cleanup/*.hpp",
     "reference/src/*.cpp",
     "reference/src/*.hpp",
     "tests/scenarios/fork_child.py",

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_collect.sh DIR: put what tools/gpu_session.sh brought back from the GPU
 # host (DIR: the device call's files_at) where the docs read it:
 #   DIR/bench.json                      -> docs/_data/bench.json

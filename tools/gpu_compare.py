@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Side by side with cuda-core on a real GPU (``make gpu-compare``).
 
 Runs the same five workloads (scenarios A-E below) on the shipped cuda-core

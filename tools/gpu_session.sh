@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_session.sh: the whole GPU-machine session in one command, on the folder
 # tools/gpu_bundle.sh built (carried as .gpu).  Everything comes back under
 # $OUT, in at most 8 files:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Save one interpreter's probe and suite results, measured outside CI, as data.
 
 The docs' versions page renders every ``notes/interpreters/*.json`` under
@@ -31,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "notes" / "interpreters"
 #: What the probe and the suite measured: the package, its C++ and the tests.
 GLOBS = [
-    "reference/include/deferred_cleanup/*.hpp",
+    "include/deferred_cleanup/*.hpp",
     "reference/src/*.cpp",
     "reference/src/*.hpp",
     "reference/python/deferred_cleanup/*.py",

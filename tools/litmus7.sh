@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run C11 store-buffering litmus tests on this machine's CPU with herdtools7's
 # litmus7 (which compiles each test to a C program with C11 atomics and runs
 # it many times), and ask herd7 for the RC11 verdict of the same file.

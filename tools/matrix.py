@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The interpreter matrix: every CPython from 3.10 to 3.15 this machine can have.
 
 One command provisions each interpreter, a virtual environment for it with the
@@ -166,6 +167,9 @@ ONCE_CHECKS = [
     ("sanitize", "cp312-pyenv", "sanitize"),
     ("mutate", "cp312-pyenv", "mutate"),
     ("bench", "cp312-pyenv", "bench"),
+    # One interpreter: a wheel, a fresh environment and a CMake build per example cost about
+    # a CPU minute each; the examples' own Python is the same C API on every version.
+    ("examples", "cp312-pyenv", "examples"),
 ]
 # What the probe measures with (its provenance stamp's sources).
 PROBE_SOURCES = [
@@ -359,7 +363,11 @@ def provision(it: Interp) -> None:
 def source_hash() -> str:
     h = hashlib.sha256()
     files = [REPO / "CMakeLists.txt", REPO / "pyproject.toml"]
-    for sub in ("reference",):
+    # What the wheel is built from: the CMake package (cmake/), the headers (include/), the
+    # CPython host's sources (src/) and the reference module (reference/).
+    for sub in ("cmake", "include", "reference", "src"):
+        if not (REPO / sub).is_dir():
+            continue
         files += sorted(
             p for p in (REPO / sub).rglob("*") if p.is_file() and "__pycache__" not in p.parts
         )

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The mutation kill matrix: every mutant in tests/mutants/ must be killed.
 
 A mutant is one small, deliberate breakage of the C++ core (a one-line change
@@ -808,7 +809,7 @@ def universal(n: int, seed: int) -> int:
     for h in UNIVERSAL_HEADERS:
         d = gen / h
         d.mkdir(parents=True)
-        src = REPO / "reference" / "include" / "deferred_cleanup" / h
+        src = REPO / "include" / "deferred_cleanup" / h
         subprocess.run(
             [str(tool), str(src), "cpp", "--noCheck", "--mutantDir", str(d)],
             cwd=d,
@@ -826,7 +827,7 @@ def universal(n: int, seed: int) -> int:
     inc = OUT / "_syntax" / "include"
     if inc.parent.exists():
         shutil.rmtree(inc.parent)
-    shutil.copytree(source / "reference" / "include", inc)
+    shutil.copytree(source / "include", inc)
     tu = inc.parent / "all.cpp"
     tu.write_text("".join(f'#include "deferred_cleanup/{h}"\n' for h in UNIVERSAL_HEADERS))
 
@@ -838,10 +839,7 @@ def universal(n: int, seed: int) -> int:
             text=True,
         ).stdout
 
-    plain = {
-        h: code(source / "reference" / "include" / "deferred_cleanup" / h)
-        for h in UNIVERSAL_HEADERS
-    }
+    plain = {h: code(source / "include" / "deferred_cleanup" / h) for h in UNIVERSAL_HEADERS}
     sample, invalid, comment_only = [], 0, 0
     for h, path in order:
         if len(sample) >= n:
@@ -887,7 +885,7 @@ def universal(n: int, seed: int) -> int:
     rows = []
     t_start = time.monotonic()
     for i, (h, path) in enumerate(sample, 1):
-        rel = f"reference/include/deferred_cleanup/{h}"
+        rel = f"include/deferred_cleanup/{h}"
         before = (source / rel).read_text().splitlines()
         after = path.read_text().splitlines()
         change = " / ".join(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* pending_call_counter.c: count every Py_AddPendingCall an extension module
  * makes, and every run of the call it added, and write them to a file at exit.
  *

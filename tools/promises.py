@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The promise ledger (tests/promises.toml): read it and check it.
 
 The ledger lists every promise of the Caveats page, of the queue's states
@@ -36,7 +37,7 @@ MUTANTS = REPO / "tests" / "mutants"
 PAGES = (
     "docs/caveats.rst",
     "docs/contract.rst",
-    "reference/include/deferred_cleanup/queue.hpp",
+    "include/deferred_cleanup/queue.hpp",
 )
 KINDS = ("mutants", "reason", "gap")
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Provenance stamps: which code a measured figure measured.
 
 Every data file that a docs page renders carries one stamp, under the key
 ``"provenance"``::
 
     {"commit": "<40 hex>", "dirty": false,
-     "globs": ["reference/include/deferred_cleanup/*.hpp", ...],
-     "sources": {"reference/include/deferred_cleanup/queue.hpp": "<sha256>", ...},
+     "globs": ["include/deferred_cleanup/*.hpp", ...],
+     "sources": {"include/deferred_cleanup/queue.hpp": "<sha256>", ...},
      "sources_sha256": "<sha256 over the sorted (path, hash) pairs>"}
 
 ``commit`` is ``git rev-parse HEAD`` of the tree that was measured and
@@ -50,7 +51,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 # The core: what every figure about the queue, the drain or the gate measured.
-CORE_GLOBS = ["reference/include/deferred_cleanup/*.hpp"]
+CORE_GLOBS = ["include/deferred_cleanup/*.hpp"]
 
 
 def _files(globs: list[str], repo: Path) -> list[str]:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Run the per-interpreter suite several times while every core is kept busy.
 
 Flaky tests hide on an idle machine.  This script starts one busy process per
@@ -38,7 +39,7 @@ from matrix import session_aborted  # noqa: E402
 
 # What the suite exercises: the core, the extension, the tests themselves.
 GLOBS = [
-    "reference/include/deferred_cleanup/*.hpp",
+    "include/deferred_cleanup/*.hpp",
     "reference/src/*.cpp",
     "reference/python/deferred_cleanup/*.py",
     "tests/*.py",

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Provision (or reuse) a Debian unstable root that carries the CPython
 # versions Debian 12 does not package: 3.13 (newest), 3.14, 3.15, and the
 # 3.14 debug build.  Idempotent: a stamp file records the package list, so

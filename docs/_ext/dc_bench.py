@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sphinx directives for the Performance page: tables and plots rendered at
 build time from the committed benchmark results ``docs/_data/bench.json``
 (``build/bench/bench.json`` of a ``make bench`` run on the GPU host's 16

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sphinx glue for the deferred-cleanup site: what makes the site generated
 from the code and the measurements rather than copied from them.
 
@@ -25,7 +26,7 @@ from the code and the measurements rather than copied from them.
   Both read the copy that ``tools/docs.sh`` regenerated into ``build/evidence``
   when there is one (``dc_evidence.resolve``).
 * ``.. component-quotes:: NAME``: checks that the header
-  ``reference/include/deferred_cleanup/NAME.hpp`` is quoted by the page that
+  ``include/deferred_cleanup/NAME.hpp`` is quoted by the page that
   uses it (each component page quotes its own header), then renders nothing.
 """
 
@@ -51,7 +52,7 @@ from sphinx.util.docutils import SphinxDirective
 logger = logging.getLogger(__name__)
 
 REPO = Path(__file__).resolve().parents[2]
-HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
+HEADERS = REPO / "include" / "deferred_cleanup"
 DOXYGEN_WARNING = re.compile(r"^(?P<file>[^:\s][^:]*):(?P<line>\d+): (?P<text>.*)$")
 
 

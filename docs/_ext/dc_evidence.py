@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Evidence that cannot go stale silently: every measured figure a page shows
 says which code it measured, and says so loudly when that code has changed.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The "Side by side with cuda-core" table, rendered at build time from the
 JSON that ``tools/gpu_compare.py`` wrote on the GPU machine.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sphinx directive for the model's recorded runs of a candidate rule.
 
 ``.. model-variant-table::`` renders the JSON that ``tests/model/run.py

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The CPython version table of the docs site, as reStructuredText, from the
 probe's JSON (``make probe`` -> ``build/probe/probe.json``) and the expected
 table (``deferred_cleanup.cpython_facts``).

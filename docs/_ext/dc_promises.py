@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The promise ledger on the Verification page, rendered from tests/promises.toml.
 
 ``.. promise-ledger:: tests/promises.toml`` (a path from the repository root)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Import one of the repository's tools/ scripts (not a package) as a module.
 
 Shared by the site's extensions (dc_bench, dc_gpu_compare, dc_promises), so

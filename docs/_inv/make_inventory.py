@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Write a Sphinx inventory (``objects.inv``, format 2) from a text list.
 
 CPython's documentation is cited through intersphinx, but the docs build runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // api_bindings.cpp: the Python API of deferred_cleanup._native.
 //
 // Every main-thread API call is an entry point: it first runs the variant's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // driver_cuda.cpp: the `cuda` driver, on the real CUDA driver API.
 //
 // libcuda is never linked: the extension must import on machines with no GPU

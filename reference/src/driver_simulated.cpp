@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // driver_simulated.cpp: the `simulated` driver.
 //
 // Reference-counted user objects with CUDA's contract (cuUserObjectCreate,

@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // drivers.hpp: the two implementations of deferred_cleanup::Driver.
 //
 // Private to reference/src (the bindings and the two driver .cpp files); the
-// public seam is reference/include/deferred_cleanup/driver.hpp.
+// public seam is include/deferred_cleanup/driver.hpp.
 #pragma once
 
 #include <atomic>

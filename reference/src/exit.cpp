@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // exit.cpp: the CPython host at interpreter exit, for each of the three
 // variants: the reference's exit sequence, the Py_AtExit backstop of every
 // variant, and the backstop's report (DC_STATS_AT_EXIT).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fork.cpp: the CPython host in a fork() child.
 //
 // A fork() child is made consistent by after_fork_child(), registered by

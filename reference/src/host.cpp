@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
 // host.cpp: the CPython host of the queue, for each of the three variants,
 // for as long as the interpreter lives.
 //
-// This is where the core (reference/include/deferred_cleanup/) meets
+// This is where the core (include/deferred_cleanup/) meets
 // CPython.  It gives the core its Host: Py_AddPendingCall (through the
 // pending-call trampoline below), a main-thread test, a clock for the re-arm
 // rule, and (for the comparison variants) the finalizing test cuda-core 1.2.0

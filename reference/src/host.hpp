@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host.hpp: what the files of the CPython host share.  They are split by
 // lifetime:
 //
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "deferred_cleanup/callback.hpp"
+#include "deferred_cleanup/comparison/policies.hpp"
 #include "deferred_cleanup/driver.hpp"
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/queue.hpp"
@@ -43,6 +45,8 @@
 namespace deferred_cleanup::host {
 
 namespace py = pybind11;
+// The variant matrix: the comparison policies' queues beside the reference.
+using namespace deferred_cleanup::comparison;
 
 // ---------------------------------------------------------------- errors
 struct ShutdownError : std::runtime_error {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host_pep788.cpp: the host's Py_AddPendingCall, optionally inside a PEP 788
 // interpreter guard.  The alternative the docs page "PEP 788 and this
 // contract" (docs/pep788.rst) measures against the in-flight gate; off by

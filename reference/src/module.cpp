@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // deferred_cleanup._native: the one extension module.  Each part of the
 // project registers its own submodule; this file only wires them together.
 #include <pybind11/pybind11.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // deferred_cleanup._native.probe: measurements of CPython's pending-call
 // machinery, taken from a foreign thread.
 //

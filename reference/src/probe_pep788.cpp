@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // deferred_cleanup._native.probe, PEP 788 part: what CPython 3.15's
 // interpreter guards do for a foreign thread (one with no thread state).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // test_hooks.cpp: the `_test_` functions of deferred_cleanup._native.
 //
 // They make rare interleavings happen on purpose, with the real code:

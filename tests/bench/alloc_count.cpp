@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // alloc_count.cpp: the global operator new, replaced to count allocations, so
 // that the benchmarks can show the queue allocates nothing (an own translation
 // unit: GCC's -Wmismatched-new-delete misreads the replacement when inlined).

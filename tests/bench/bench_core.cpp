@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bench_core.cpp: Google Benchmark microbenchmarks of the core, against the
 // physical floor and the shapes other projects use.  Built by
 // tests/bench/CMakeLists.txt; run by `make bench` (tools/bench.py), and once

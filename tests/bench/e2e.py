@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end measurements of deferred_cleanup on one CPython interpreter.
 
 The functions here drive the real package (the simulated driver's threads are

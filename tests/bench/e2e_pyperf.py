@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pyperf runner for the end-to-end measurements of ``e2e.py``.
 
 Run by ``make bench`` (tools/bench.py) once per interpreter and variant::

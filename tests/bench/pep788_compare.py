@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The host's Py_AddPendingCall with and without a PEP 788 guard, end to end.
 
 Run once per build of the extension (``DC_PEP788_GUARD`` OFF, then ON; see

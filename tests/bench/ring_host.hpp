@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ring_host.hpp: a host for the benchmarks that models CPython's pending-call
 // ring and nothing else.
 //

@@ -1,15 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
 // variants.hpp: the variants of the core, as the benchmarks see them.
 //
 // Each variant is a type with a `name`, a `Queue` type, `make()` (a queue on
 // the ring host of ring_host.hpp), `destroyed()` (the destructor path: push +
 // schedule, what a user object's destructor runs on a driver thread),
 // `pending_call()` (what the host runs on the main thread) and `drain()` (the
-// consumer).  Everything calls the real headers under reference/include.
+// consumer).  Everything calls the real headers under include.
 #pragma once
 
 #include <memory>
 
 #include "deferred_cleanup/callback.hpp"
+#include "deferred_cleanup/comparison/policies.hpp"
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/item.hpp"
 #include "ring_host.hpp"
@@ -63,8 +65,8 @@ inline constexpr char kReference[] = "reference";
 inline constexpr char kSeed[] = "seed";
 inline constexpr char kCudaCore12[] = "cuda-core-1.2";
 using Reference = PolicyVariant<core::ReferencePolicy, kReference>;
-using Seed = PolicyVariant<core::SeedPolicy, kSeed>;
-using CudaCore12 = PolicyVariant<core::CudaCore12Policy, kCudaCore12>;
+using Seed = PolicyVariant<core::comparison::SeedPolicy, kSeed>;
+using CudaCore12 = PolicyVariant<core::comparison::CudaCore12Policy, kCudaCore12>;
 #define DC_BENCH_VARIANTS(X) X(Reference) X(Seed) X(CudaCore12)
 
 using Item = core::DeferredCleanupItem;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // core_tests.cpp: the C++ core with no Python, one behaviour per test.
 //
 // Each test builds its own BasicQueue<P> against the fake host (fake_host.hpp)

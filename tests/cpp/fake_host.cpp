@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fake_host.cpp: see fake_host.hpp.
 #include "fake_host.hpp"
 
@@ -7,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "deferred_cleanup/comparison/policies.hpp"
 #include "deferred_cleanup/drain.hpp"
 
 namespace dc_test {
@@ -49,8 +51,9 @@ std::atomic<bool> g_real_clock{false};
 std::atomic<bool> g_finalizing{false};
 
 bool is_ours(dc::PendingCallFn fn) {
-  return fn == &dc::pending_call<dc::ReferencePolicy> || fn == &dc::pending_call<dc::SeedPolicy> ||
-         fn == &dc::pending_call<dc::CudaCore12Policy>;
+  return fn == &dc::pending_call<dc::ReferencePolicy> ||
+         fn == &dc::pending_call<dc::comparison::SeedPolicy> ||
+         fn == &dc::pending_call<dc::comparison::CudaCore12Policy>;
 }
 
 bool fake_is_main_thread();

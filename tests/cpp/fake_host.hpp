@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fake_host.hpp: a stand-in for CPython's pending-call machinery.
 //
 // The core reaches its host only through `Host` (scheduling.hpp): plain

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gate_sb.cpp: the in-flight gate's store-buffering pair on the real hardware,
 // with the real queue code.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // handshake_tests.cpp: one push racing with the end of one drain, many times,
 // through the REAL functions: on_user_object_destroyed<P> on the producer
 // side, pending_call<P> (run by the fake host's run_all) on the main thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // lost_wakeup.cpp: the lost wakeup of the comparison variants, on the real
 // hardware, with the real queue code.
 //
@@ -54,6 +55,7 @@
 
 #include "deferred_cleanup/callback.hpp"
 #include "deferred_cleanup/drain.hpp"
+#include "deferred_cleanup/comparison/policies.hpp"
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "deferred_cleanup/scheduling.hpp"
@@ -275,8 +277,8 @@ int main(int argc, char** argv) {
       results.push_back(run<P>(iterations, stop_at_first, want_pin, cpus.first, cpus.second));
     }
   };
-  go(dc::CudaCore12Policy{});
-  go(dc::SeedPolicy{});
+  go(dc::comparison::CudaCore12Policy{});
+  go(dc::comparison::SeedPolicy{});
   go(dc::ReferencePolicy{});
   if (results.empty()) {
     std::fprintf(stderr, "unknown variant '%s' (reference, seed, cuda-core-1.2, all)\n",

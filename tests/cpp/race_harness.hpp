@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // race_harness.hpp: what the two hardware race programs (lost_wakeup.cpp and
 // gate_sb.cpp) share and what is not the protocol: spinning politely, pinning
 // a thread to a CPU, choosing two CPUs, and describing the machine in their

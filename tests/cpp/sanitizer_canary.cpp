@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sanitizer_canary.cpp: deliberate bugs that prove the sanitizer builds
 // catch what they are meant to catch.  Built twice (CMakeLists.txt):
 //   CANARY_RACE  two threads increment a plain int: ThreadSanitizer must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // stress_tests.cpp: many producers, random refusals, one draining consumer,
 // for each variant, through the real destructor path and the real drains.
 //

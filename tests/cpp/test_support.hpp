@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // test_support.hpp: payloads and policy lists shared by the GoogleTest files.
 #pragma once
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "deferred_cleanup/item.hpp"
+#include "deferred_cleanup/comparison/policies.hpp"
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/queue.hpp"
 
@@ -17,9 +19,11 @@ namespace dc_test {
 namespace dc = deferred_cleanup;
 
 /// The three variants, for TYPED_TEST_SUITE.
-using AllPolicies = ::testing::Types<dc::ReferencePolicy, dc::SeedPolicy, dc::CudaCore12Policy>;
+using AllPolicies = ::testing::Types<dc::ReferencePolicy, dc::comparison::SeedPolicy,
+                                     dc::comparison::CudaCore12Policy>;
 /// The two comparison variants (PR #2371 text, cuda-core 1.2.0 wheel).
-using ComparisonPolicies = ::testing::Types<dc::SeedPolicy, dc::CudaCore12Policy>;
+using ComparisonPolicies =
+    ::testing::Types<dc::comparison::SeedPolicy, dc::comparison::CudaCore12Policy>;
 
 /// Test names of typed tests: the variant's name, e.g. "cuda_core_1_2".
 struct PolicyName {

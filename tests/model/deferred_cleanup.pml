@@ -1,6 +1,6 @@
 /*
  * deferred_cleanup.pml: a Promela model of the reference's deferred-cleanup
- * protocol (ReferencePolicy in reference/include/deferred_cleanup/policy.hpp),
+ * protocol (ReferencePolicy in include/deferred_cleanup/policy.hpp),
  * with the re-arm rule of rearm.hpp and rearm_state.hpp (as of commit 5c53945,
  * moved there unchanged)
  * (stale clock started after the add, the claim moved by CAS, the superseded
@@ -9,7 +9,7 @@
  * clock, the main thread's re-arm past the bound, call_ran taking the claim
  * back before it reads the records).
  *
- * What is modelled (reference/include/deferred_cleanup/*.hpp), one Promela
+ * What is modelled (include/deferred_cleanup/*.hpp), one Promela
  * step per shared access of the code unless a comment says why two are one:
  *
  *   producer     a user object's destructor on a driver thread with no thread

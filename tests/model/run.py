@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Run spin on the deferred-cleanup model and report in JSON.
 
 Each check compiles the model with a set of -D macros into its own pan

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A full Py_AtExit table goes unsaid on stderr."""
 
 FILE = "reference/src/exit.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """With the Py_AtExit table full, the exit counters are written nowhere."""
 
 FILE = "reference/src/exit.cpp"

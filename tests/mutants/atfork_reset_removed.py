@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The at-fork handler no longer resets the queue in the child."""
 
 FILE = "reference/src/fork.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Graph.attach() accepts new payloads after the exit sequence."""
 
 FILE = "reference/src/api_bindings.cpp"

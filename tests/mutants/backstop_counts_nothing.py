@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Py_AtExit backstop reports no leaked item."""
 
-FILE = "reference/include/deferred_cleanup/shutdown.hpp"
+FILE = "include/deferred_cleanup/shutdown.hpp"
 FIND = """\
   const std::uint64_t leaked = q.count_queued();  // leaked on purpose: never touched
 """

@@ -1,11 +1,12 @@
+# SPDX-License-Identifier: Apache-2.0
 """The bound on outstanding pending calls, kMaxCallsOutstanding, says two while the code reaches three."""
 
-FILE = "reference/include/deferred_cleanup/rearm_state.hpp"
+FILE = "include/deferred_cleanup/rearm_state.hpp"
 FIND = """\
-inline constexpr std::uint32_t kMaxCallsOutstanding = 3;
+DEFERRED_CLEANUP_LOCAL inline constexpr std::uint32_t kMaxCallsOutstanding = 3;
 """
 REPLACE = """\
-inline constexpr std::uint32_t kMaxCallsOutstanding = 2;  // MUTANT: the stated bound drifts from the code
+DEFERRED_CLEANUP_LOCAL inline constexpr std::uint32_t kMaxCallsOutstanding = 2;  // MUTANT: the stated bound drifts from the code
 """
 PROPERTY = (
     "at most three of the queue's pending calls are ever outstanding, stated once (kMaxCallsOutstanding) "

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every producer wins the claim, so each callback adds its own pending call."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
       return !scheduled_.exchange(true, P::claim);
 """

@@ -1,7 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
 """A destructor callback that runs on the main thread cleans its payload at
 once, inside the driver call, instead of pushing and scheduling."""
 
-FILE = "reference/include/deferred_cleanup/callback.hpp"
+FILE = "include/deferred_cleanup/callback.hpp"
 FIND = "  q.push(item);  // step 1: publish the item (wakeup.push)\n"
 REPLACE = (
     "  if (q.host().is_main_thread()) { cleanup_directly(q, item); "

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A producer whose take_supersede fails keeps the stale claim's clock (drops it)."""
 
-FILE = "reference/include/deferred_cleanup/rearm.hpp"
+FILE = "include/deferred_cleanup/rearm.hpp"
 FIND = """\
     r.start_stale_clock(old_seq, seen);  // give the stale claim back, still stale
 """

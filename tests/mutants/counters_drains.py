@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """counters() is an entry point: it drains on the main thread and retries elsewhere."""
 
 FILE = "reference/src/host.cpp"

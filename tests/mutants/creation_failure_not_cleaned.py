@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A payload whose user object could not be created is never cleaned on the main thread."""
 
 FILE = "reference/src/host.cpp"

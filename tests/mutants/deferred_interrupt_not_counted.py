@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An interrupt delivered by a pending call is not counted."""
 
 FILE = "reference/src/host.cpp"

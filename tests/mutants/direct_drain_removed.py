@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A main-thread entry point of the reference no longer drains directly."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = "        drain_all(q);  // gh-95820: do not wait for a pending call that may starve\n"
 REPLACE = "        // MUTANT: no direct drain\n"
 PROPERTY = "a main-thread entry point drains at once, bounding the delay where pending calls starve (gh-95820, 3.10-3.12)"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A destructor pushes its item twice."""
 
-FILE = "reference/include/deferred_cleanup/callback.hpp"
+FILE = "include/deferred_cleanup/callback.hpp"
 FIND = "  q.push(item);  // step 1: publish the item (wakeup.push)\n"
 REPLACE = "  q.push(item);  // step 1: publish the item (wakeup.push)\n  q.push(item);  // MUTANT: pushed twice\n"
 PROPERTY = "each item is pushed exactly once; a retry only schedules (a second push links the item to itself)"

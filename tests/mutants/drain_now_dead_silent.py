@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """drain_now() returns 0 instead of raising ShutdownError once CPython is finalizing."""
 
 FILE = "reference/src/host.cpp"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """drain_now() returns without draining."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
   return {DrainNowStatus::drained, drain_all(q)};
 """

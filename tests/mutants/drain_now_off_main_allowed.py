@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """drain_now() drains on any thread instead of refusing off the main thread."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
   if (!q.host().is_main_thread()) {
     return {DrainNowStatus::not_main_thread, 0};

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """drain_all() loses its re-entrancy guard: a drain inside a cleanup drains too."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
   if (q.draining() || !q.host_alive()) {
     return 0;

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The drain refuses to run once the gate is closed, not only once the host is dead."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
   if (q.draining() || !q.host_alive()) {
     return 0;

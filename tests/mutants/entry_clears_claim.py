@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The direct drain at a main-thread entry point clears the claim."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
         drain_all(q);  // gh-95820: do not wait for a pending call that may starve
 """

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """An entry point drains on whatever thread calls it, not only on the main thread."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
     if (q.host().is_main_thread()) {
       EntryAction done = EntryAction::nothing;

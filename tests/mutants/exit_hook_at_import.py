@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exit hook is registered at import (plain LIFO) on every version."""
 
 FILE = "reference/python/deferred_cleanup/__init__.py"

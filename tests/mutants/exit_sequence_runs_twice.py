@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exit hook runs its sequence again when called a second time."""
 
 FILE = "reference/src/exit.cpp"

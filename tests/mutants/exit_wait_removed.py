@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exit sequence no longer waits for destructors that are still due."""
 
 FILE = "reference/src/exit.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exit sequence waits its default 5 s whatever configure(exit_wait_s=...) said."""
 
 FILE = "reference/src/exit.cpp"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The exit sequence drains before it waits out the gate, not after."""
 
-FILE = "reference/include/deferred_cleanup/shutdown.hpp"
+FILE = "include/deferred_cleanup/shutdown.hpp"
 FIND = """\
   out.gate_clear = wait_gate(q, gate_bound, out.waited_us);  // 2. wait those in flight
   if (!out.gate_clear) {

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fork() child keeps the parent's claim (scheduled_ not reset)."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
     scheduled_.store(false, std::memory_order_relaxed);
     rearm.reset_after_fork();  // re-arming: no record or stale clock survives in the child

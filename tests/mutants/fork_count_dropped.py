@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The at-fork reset is not counted in the child's stats()."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
     stats.forks.fetch_add(1, std::memory_order_relaxed);  // statistics only
 """

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fork() child keeps the parent's count of producers inside the gate."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
     in_flight_.store(0, std::memory_order_relaxed);
     // One thread in the child.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fork() child keeps the parent's main thread as its main thread."""
 
 FILE = "reference/src/fork.cpp"

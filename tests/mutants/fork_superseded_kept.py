@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A fork() child keeps the parent's superseded-call record (not reset)."""
 
-FILE = "reference/include/deferred_cleanup/rearm_state.hpp"
+FILE = "include/deferred_cleanup/rearm_state.hpp"
 FIND = """\
     superseded_seq_.store(0, std::memory_order_relaxed);
     // One thread in the child.

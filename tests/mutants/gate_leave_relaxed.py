@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A producer leaves the gate with a relaxed decrement instead of a release."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
     in_flight_.fetch_sub(1, std::memory_order_release);
 """

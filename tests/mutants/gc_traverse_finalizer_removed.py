@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Graph visits each payload's object but not its finalizer."""
 
 FILE = "reference/src/api_bindings.cpp"

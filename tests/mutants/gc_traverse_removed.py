@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Graph no longer visits the objects of the payloads it owns."""
 
 FILE = "reference/src/api_bindings.cpp"

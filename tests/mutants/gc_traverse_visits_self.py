@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Graph's traverse also visits the graph itself, a reference it does not own."""
 
 FILE = "reference/src/api_bindings.cpp"

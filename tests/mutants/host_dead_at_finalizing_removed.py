@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The host is no longer marked dead when CPython starts finalizing."""
 
 FILE = "reference/src/exit.cpp"

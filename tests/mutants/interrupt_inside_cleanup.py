@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An entry point inside a cleanup raises the saved KeyboardInterrupt/SystemExit there."""
 
 FILE = "reference/src/host.cpp"

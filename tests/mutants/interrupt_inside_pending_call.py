@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A pending call that runs inside a cleanup delivers the saved KeyboardInterrupt/SystemExit there."""
 
 FILE = "reference/src/host.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """After a cleanup raised KeyboardInterrupt/SystemExit, the later finalizers of the drain are skipped."""
 
 FILE = "reference/src/host.cpp"

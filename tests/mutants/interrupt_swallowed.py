@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """KeyboardInterrupt/SystemExit raised by a cleanup go to sys.unraisablehook."""
 
 FILE = "reference/src/host.cpp"

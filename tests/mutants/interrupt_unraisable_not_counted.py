@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A later interrupt reported to sys.unraisablehook is not counted."""
 
 FILE = "reference/src/host.cpp"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A producer passes the gate after close(), so a late callback calls CPython."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
     if (accepting()) {
       return true;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A graph destroyed after the exit sequence no longer gets the exit wait."""
 
 FILE = "reference/src/exit.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A second KeyboardInterrupt/SystemExit of one drain is dropped, not reported."""
 
 FILE = "reference/src/host.cpp"

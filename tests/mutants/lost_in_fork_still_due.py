@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """In a fork() child, the simulated driver keeps counting the destructor
 calls that were running on threads the child does not have as due."""
 

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The drain reads an item's `next` after running its cleanup."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
     DeferredCleanupItem* next = list->next;  // read before cleanup may free the item
     run_cleanup(list);

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """without_gil() takes the GIL back even once the interpreter is finalizing."""
 
 FILE = "reference/src/host.hpp"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The reference's push (CAS on head_) is relaxed: the item's fields are not published."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:wakeup.push]\n  static constexpr std::memory_order push = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:wakeup.push]\n  static constexpr std::memory_order push = std::memory_order_relaxed;  // MUTANT"
 PROPERTY = (

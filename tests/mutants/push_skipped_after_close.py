@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The destructor callback drops its item once the gate is closed."""
 
-FILE = "reference/include/deferred_cleanup/callback.hpp"
+FILE = "include/deferred_cleanup/callback.hpp"
 FIND = """\
   q.push(item);  // step 1: publish the item (wakeup.push)
 """

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The claim's call no longer frees the right to supersede when it runs (lost calls count for ever)."""
 
-FILE = "reference/include/deferred_cleanup/rearm_state.hpp"
+FILE = "include/deferred_cleanup/rearm_state.hpp"
 FIND = """\
     if (s != 0 && seq >= s) {
       // FIFO: the superseded call is gone; clear only that number.

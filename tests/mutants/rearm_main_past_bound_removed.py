@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A main-thread entry point no longer re-arms past the bound: two consecutive lost calls turn the pending-call path off."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
         rearm_if_stale(q, !q.draining());
 """

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A stale claim is never re-armed."""
 
-FILE = "reference/include/deferred_cleanup/rearm.hpp"
+FILE = "include/deferred_cleanup/rearm.hpp"
 FIND = """\
   static_assert(P::rearm, "only the reference re-arms");
   RearmState<P>& r = q.rearm;

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A call superseded by a re-arm clears scheduled_ as if it were the claim's call."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
     if (current) {
       if constexpr (P::rearm) {

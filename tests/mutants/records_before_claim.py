@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """A running call reads the superseded record before it moves the claim (the old order)."""
 
-FILE = "reference/include/deferred_cleanup/rearm_state.hpp"
+FILE = "include/deferred_cleanup/rearm_state.hpp"
 FIND = """\
     const bool claims = move_claim_seq(seq, 0);
     std::uint64_t s = superseded_seq_.load(std::memory_order_relaxed);  // heuristic

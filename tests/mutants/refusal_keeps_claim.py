@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """After the host refuses the pending call, the claim is not given back."""
 
-FILE = "reference/include/deferred_cleanup/scheduling.hpp"
+FILE = "include/deferred_cleanup/scheduling.hpp"
 FIND = "      q.unclaim();\n      result = ScheduleResult::refused;\n"
 REPLACE = (
     "      // MUTANT: the claim is kept after a refusal\n      result = ScheduleResult::refused;\n"

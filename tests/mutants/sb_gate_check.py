@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, gate.check: the reference's order weakened to acquire."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:gate.check]\n  static constexpr std::memory_order gate_check = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:gate.check]\n  static constexpr std::memory_order gate_check = std::memory_order_acquire;"
 PROPERTY = "a producer's gate check (load of accepting_) is acquire instead of seq_cst (a producer may call the host after shutdown read the gate empty, herd7: tests/litmus/gate_sb_*.litmus)"

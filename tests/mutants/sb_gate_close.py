@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, gate.close: the reference's order weakened to release."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:gate.close]\n  static constexpr std::memory_order gate_close = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:gate.close]\n  static constexpr std::memory_order gate_close = std::memory_order_release;"
 PROPERTY = "shutdown's close (store to accepting_) is release instead of seq_cst (a producer may call the host after shutdown read the gate empty, herd7: tests/litmus/gate_sb_*.litmus)"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, gate.wait: the reference's order weakened to acquire."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:gate.wait]\n  static constexpr std::memory_order gate_wait = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:gate.wait]\n  static constexpr std::memory_order gate_wait = std::memory_order_acquire;"
 PROPERTY = "shutdown's gate read (load of in_flight_) is acquire instead of seq_cst (a producer may call the host after shutdown read the gate empty, herd7: tests/litmus/gate_sb_*.litmus)"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, wakeup.check: the reference's order weakened to acq_rel."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:wakeup.check]\n  static constexpr std::memory_order check = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:wakeup.check]\n  static constexpr std::memory_order check = std::memory_order_acquire;"
 PROPERTY = "a producer's fast-path check of scheduled_ (a load after its push) is acquire instead of seq_cst (the lost wakeup is allowed, herd7: tests/litmus/wakeup_sb_*.litmus)"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, wakeup.claim: the reference's order weakened to acq_rel."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:wakeup.claim]\n  static constexpr std::memory_order claim = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:wakeup.claim]\n  static constexpr std::memory_order claim = std::memory_order_acq_rel;"
 PROPERTY = "a producer's claim (exchange on scheduled_) is acq_rel instead of seq_cst (the lost wakeup is allowed, herd7: tests/litmus/wakeup_sb_*.litmus)"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, wakeup.clear: the reference's order weakened to release."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:wakeup.clear]\n  static constexpr std::memory_order clear = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:wakeup.clear]\n  static constexpr std::memory_order clear = std::memory_order_release;"
 PROPERTY = "the drain's clear of scheduled_ is release instead of seq_cst (the lost wakeup is allowed, herd7: tests/litmus/wakeup_sb_*.litmus)"

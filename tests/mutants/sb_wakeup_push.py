@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, wakeup.push: the reference's order weakened to release."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:wakeup.push]\n  static constexpr std::memory_order push = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:wakeup.push]\n  static constexpr std::memory_order push = std::memory_order_release;"
 PROPERTY = "a producer's push (CAS on head_) is release instead of seq_cst (the lost wakeup is allowed, herd7: tests/litmus/wakeup_sb_*.litmus)"

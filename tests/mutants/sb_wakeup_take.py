@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """Store buffering, wakeup.take: the reference's order weakened to acquire."""
 
-FILE = "reference/include/deferred_cleanup/policy.hpp"
+FILE = "include/deferred_cleanup/policy.hpp"
 FIND = "/// [litmus:wakeup.take]\n  static constexpr std::memory_order take = std::memory_order_seq_cst;"
 REPLACE = "/// [litmus:wakeup.take]\n  static constexpr std::memory_order take = std::memory_order_acquire;"
 PROPERTY = "the drain's take (exchange on head_) is acquire instead of seq_cst (the lost wakeup is allowed, herd7: tests/litmus/wakeup_sb_*.litmus)"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The package imports in a subinterpreter."""
 
 FILE = "reference/python/deferred_cleanup/__init__.py"

@@ -1,6 +1,7 @@
+# SPDX-License-Identifier: Apache-2.0
 """The drain's take returns the list newest first (the push order reversed)."""
 
-FILE = "reference/include/deferred_cleanup/queue.hpp"
+FILE = "include/deferred_cleanup/queue.hpp"
 FIND = """\
     DeferredCleanupItem* fifo = nullptr;
     while (lifo != nullptr) {

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An ordinary exception of a cleanup is cleared instead of reported."""
 
 FILE = "reference/src/host.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: the API after the reference's exit sequence ran.
 
 usage: after_shutdown_api.py RESULT_PATH

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: a daemon thread blocked in a GIL-releasing API call while the
 main thread exits (CPython ends such a thread when it re-takes the GIL during
 finalization: pthread_exit on 3.10-3.13, a hang from 3.14).

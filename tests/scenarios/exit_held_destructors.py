@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: destructors that do not run before exit (the driver holds them),
 and a graph still alive at exit.
 

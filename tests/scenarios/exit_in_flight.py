@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: payloads in flight while the interpreter exits.
 
 usage: exit_in_flight.py N THREADS MODE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: graphs destroyed just before the interpreter exits.
 
 usage: exit_last_line.py N MODE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: every atexit handler runs exactly once, and the payloads of the
 graphs each destroys are released, whatever the order of registration.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: a destructor that becomes due about DELAY_S seconds after exit starts.
 
 usage: exit_wait_late_destructor.py N EXIT_WAIT_S DELAY_S

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: os.fork() in the states that used to break the child.
 
 usage: fork_child.py MODE RESULT

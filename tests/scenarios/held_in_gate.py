@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: a driver thread is held inside the gate window (between its
 `accepting_` check and Py_AddPendingCall) while the interpreter exits.
 

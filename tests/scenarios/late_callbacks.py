@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: destructor callbacks that arrive after finalization.
 
 usage: late_callbacks.py N THREADS

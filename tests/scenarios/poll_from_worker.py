@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuda-core's lifetime-test shape (NVIDIA/cuda-python #2403): a worker thread
 polls whether a payload was released while the main thread waits for it.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: a producer pushes while the exit sequence waits out the gate.
 
 usage: pushed_during_gate_wait.py

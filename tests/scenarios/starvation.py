@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: the main thread is busy in pure Python while destructor
 callbacks arrive (gh-95820).
 

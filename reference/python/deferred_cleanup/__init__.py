@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deferred-cleanup: hand cleanup work from a foreign native thread to the
 CPython main thread through ``Py_AddPendingCall``.
 
@@ -94,6 +95,7 @@ from ._native import (  # noqa: F401,E402  (re-exported API)
     ShutdownError,
     SimulatedDriver,
 )
+from ._paths import get_cmake_dir, get_include  # noqa: F401,E402  (build paths)
 
 __all__ = [
     "CudaDriver",
@@ -108,6 +110,8 @@ __all__ = [
     "counters",
     "configure",
     "drain_now",
+    "get_cmake_dir",
+    "get_include",
     "poll",
     "reference_burst",
     "settings",

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The expected CPython pending-call facts: ONE table, keyed by field and version range.
 
 Every other part of the project (the probe report, ``tests/test_probe.py`` and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Measure CPython's pending-call machinery on the running interpreter.
 
 ``python -m deferred_cleanup.probe`` prints one table; ``--json PATH`` also

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Combine per-interpreter probe results into one table and compare it with the expected facts.
 
 Usage (``tools/matrix.py probe`` calls it this way)::

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host.hpp: the core's faces toward its host, on the bottom floor beside item.hpp.
 //
 // The core (queue, callback, scheduling, drain, shutdown) never includes
@@ -18,6 +19,8 @@
 
 #include <atomic>
 #include <cstdint>
+
+#include "deferred_cleanup/visibility.hpp"
 
 namespace deferred_cleanup {
 
@@ -70,14 +73,14 @@ struct Host {
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
 /// Source: this project (deferred_cleanup.configure(stale_claim_s=...)).
-inline constexpr std::int64_t kDefaultStaleClaimNs = 1'000'000'000;
+DEFERRED_CLEANUP_LOCAL inline constexpr std::int64_t kDefaultStaleClaimNs = 1'000'000'000;
 
 /// Default exit wait of the shutdown sequence's step 0: five seconds
 /// (nanoseconds).
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
 /// Source: this project (deferred_cleanup.configure(exit_wait_s=...)).
-inline constexpr std::int64_t kDefaultExitWaitNs = 5'000'000'000;
+DEFERRED_CLEANUP_LOCAL inline constexpr std::int64_t kDefaultExitWaitNs = 5'000'000'000;
 
 /// The settings deferred_cleanup.configure() writes, in one place.
 ///
@@ -105,13 +108,13 @@ struct Settings {
 /// Errors: none.
 /// Source: this project (docs: "Troubleshooting" reads them).
 struct Stats {
-  std::atomic<std::uint64_t> created{0};            ///< items allocated (user objects attempted)
-  std::atomic<std::uint64_t> cleaned{0};            ///< cleanups run (drains + direct cleanups)
-  std::atomic<std::uint64_t> direct_cleanups{0};    ///< cleanups of never-created user objects
-  std::atomic<std::uint64_t> schedule_attempts{0};  ///< host add_pending_call calls made
-  std::atomic<std::uint64_t> schedule_failures{0};  ///< of those, refused (returned -1)
-  std::atomic<std::uint64_t> pending_calls{0};      ///< of those, accepted (returned 0)
-  std::atomic<std::uint64_t> drain_cycles{0};       ///< pending calls that ran a drain
+  std::atomic<std::uint64_t> created{0};                ///< items made (counted by the host)
+  std::atomic<std::uint64_t> cleaned{0};                ///< cleanups run (drains + direct cleanups)
+  std::atomic<std::uint64_t> direct_cleanups{0};        ///< items never handed off (cleanup_now)
+  std::atomic<std::uint64_t> schedule_attempts{0};      ///< host add_pending_call calls made
+  std::atomic<std::uint64_t> schedule_failures{0};      ///< of those, refused (returned -1)
+  std::atomic<std::uint64_t> pending_calls{0};          ///< of those, accepted (returned 0)
+  std::atomic<std::uint64_t> drain_cycles{0};           ///< pending calls that ran a drain
   std::atomic<std::uint64_t> pending_calls_ignored{0};  ///< pending calls that found the host dead
   std::atomic<std::uint64_t> direct_drains{0};          ///< drains run directly at an entry point
   std::atomic<std::uint64_t> retries{0};                ///< scheduling retries from entry points

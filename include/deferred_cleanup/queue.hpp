@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // queue.hpp: the process-wide intrusive MPSC queue and its flags.
 //
 // Producers are driver threads running user-object destructors; there may be
@@ -528,20 +529,19 @@ class BasicQueue {
   bool draining_ = false;
 };
 
-/// The queue of the reference variant.
+/// The queue to use: the reference policy.  An extension names this type and
+/// nothing else from policy.hpp; the comparison policies are in
+/// deferred_cleanup/comparison/policies.hpp, out of the way.
 ///
 /// Thread: see BasicQueue.  Memory ordering: ReferencePolicy's constants.
 /// Errors: none.  Source: policy.hpp.
-using ReferenceQueue = BasicQueue<ReferencePolicy>;
-/// The queue of the seed variant (the cuda-python PR #2371 text).
+using Queue = BasicQueue<ReferencePolicy>;
+/// The queue of the reference variant (the same type as Queue; the name the
+/// variant matrix uses beside comparison::SeedQueue and
+/// comparison::CudaCore12Queue).
 ///
-/// Thread: see BasicQueue.  Memory ordering: SeedPolicy's constants.
+/// Thread: see BasicQueue.  Memory ordering: ReferencePolicy's constants.
 /// Errors: none.  Source: policy.hpp.
-using SeedQueue = BasicQueue<SeedPolicy>;
-/// The queue of the cuda-core-1.2 variant (the cuda-core 1.2.0 wheel).
-///
-/// Thread: see BasicQueue.  Memory ordering: CudaCore12Policy's constants.
-/// Errors: none.  Source: policy.hpp.
-using CudaCore12Queue = BasicQueue<CudaCore12Policy>;
+using ReferenceQueue = Queue;
 
 }  // namespace deferred_cleanup

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // drain.hpp: the consumer, on the CPython main thread.
 //
 // A drain takes the whole list with head_.exchange(nullptr), reverses it to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // driver.hpp: the seam between the queue and whatever owns user objects.
 //
 // A driver creates graphs, attaches reference-counted user objects to them

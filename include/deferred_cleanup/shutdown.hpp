@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // shutdown.hpp: stop calling into CPython before CPython goes away.
 //
 // The hazard.  Py_AddPendingCall after Py_FinalizeEx crashes 3.10-3.12 (the
@@ -87,7 +88,7 @@ namespace deferred_cleanup {
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
 /// Source: this project (shutdown.hpp's essay: not reached in practice).
-inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
+DEFERRED_CLEANUP_LOCAL inline constexpr std::chrono::milliseconds kDefaultGateBound{5000};
 
 /// What the reference shutdown sequence did.
 ///

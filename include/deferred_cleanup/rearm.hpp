@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rearm.hpp: the re-arm rule (reference): recover from pending calls that
 // CPython accepted and then lost.
 //

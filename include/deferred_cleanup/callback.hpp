@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // callback.hpp: what a user object's destructor may do.
 //
 // CUDA runs a user object's destructor when its last reference goes away:
@@ -32,12 +33,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/item.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "deferred_cleanup/rearm.hpp"
 #include "deferred_cleanup/scheduling.hpp"
+#include "deferred_cleanup/visibility.hpp"
 
 namespace deferred_cleanup {
 
@@ -58,10 +61,12 @@ inline bool sample_stale_check(const DeferredCleanupItem* item) noexcept {
 }
 
 // [doc:callback]
-/// The body of a user-object destructor: push, then make sure a pending call
-/// is outstanding.
+/// Hand one preallocated item to the main thread: push it, then make sure a
+/// pending call is outstanding.  The generic entry point: a thread-pool
+/// completion, a driver callback, another runtime's garbage collector, and
+/// the body of a CUDA user object's destructor (on_user_object_destroyed).
 ///
-/// Thread: any, typically a driver thread with no Python thread state; may run
+/// Thread: any, also one with no Python thread state and one that runs
 /// during or after finalization.  Never allocates, never waits except inside
 /// the host's add_pending_call.  Touches no statistics counter on the fast
 /// path.
@@ -75,11 +80,12 @@ inline bool sample_stale_check(const DeferredCleanupItem* item) noexcept {
 /// drain before CPython finalizes cleans it, otherwise it is counted as leaked.
 /// Source: cuda-python PR #2371; CUDA Driver API, cuUserObjectCreate
 /// (CU_USER_OBJECT_NO_DESTRUCTOR_SYNC).
-/// @param q the published queue
-/// @param item the item preallocated for this user object
+/// @param q the queue
+/// @param item the preallocated item; not in any list; from now on it belongs
+///        to the queue until its cleanup runs
 /// @return the scheduling result (for statistics and tests)
 template <class P>
-ScheduleResult on_user_object_destroyed(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
+ScheduleResult hand_off(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
   q.push(item);  // step 1: publish the item (wakeup.push)
   if constexpr (P::fast_path) {
     if (q.check_scheduled()) {  // step 2, fast path: a call is claimed (wakeup.check)
@@ -95,15 +101,31 @@ ScheduleResult on_user_object_destroyed(BasicQueue<P>& q, DeferredCleanupItem* i
 }
 // [end-doc:callback]
 
-/// The process-wide queue slot of policy P.  Published once, never freed.
+/// The body of a CUDA user object's destructor: hand_off() under the name
+/// the CUDA driver's documentation suggests.
+///
+/// Thread, memory ordering, errors: as hand_off().
+/// Source: CUDA Driver API, cuUserObjectCreate; cuda-python PR #2371.
+/// @param q the queue
+/// @param item the item preallocated for this user object
+/// @return hand_off(q, item)
+template <class P>
+ScheduleResult on_user_object_destroyed(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
+  return hand_off(q, item);
+}
+
+/// The queue slot of policy P: one per extension (per shared object, hidden
+/// visibility: visibility.hpp), never shared with another extension that uses
+/// these headers.  Published once, never freed.
 ///
 /// Thread: any.  Never blocks.
 /// Memory ordering: written by publish_queue() (release CAS), read by
 /// published_queue() (acquire).
 /// Errors: none.
-/// Source: cuda-python PR #2371 (queue published once at module import).
+/// Source: cuda-python PR #2371 (queue published once at module import);
+/// visibility.hpp (why hidden).
 template <class P>
-inline std::atomic<BasicQueue<P>*> g_published_queue{nullptr};
+DEFERRED_CLEANUP_LOCAL inline std::atomic<BasicQueue<P>*> g_published_queue{nullptr};
 
 /// Publish the process-wide queue of policy P, once.
 ///
@@ -141,41 +163,100 @@ BasicQueue<P>* published_queue() noexcept {
   return g_published_queue<P>.load(std::memory_order_acquire);
 }
 
-/// Destructor trampoline in the shape the CUDA driver (CUhostFn) and the
-/// simulated driver call: `void (*)(void*)`, argument = the item.
+/// Hand off through the published queue: hand_off() in the shape of a C
+/// callback, `void (*)(void*)` with the item as its argument, for a callback
+/// API that passes one pointer (CUDA's CUhostFn, a C library's completion
+/// callback).  Use hand_off() where the queue is at hand.
 ///
-/// Thread: any driver thread.  Never allocates or waits (see
-/// on_user_object_destroyed).
+/// Thread: any.  Never allocates or waits (see hand_off).
 /// Memory ordering: reads the published queue with acquire; then as
-/// on_user_object_destroyed.
-/// Errors: none.  If no queue of P was published (impossible once the module
-/// imported with that variant) the item is dropped: leaked, never touched.
+/// hand_off.
+/// Errors: none.  If no queue of P was published in this extension the item
+/// is dropped: leaked, never touched.
 /// Source: CUDA Driver API, CUhostFn; cuda-python PR #2371.
-/// @param item_ptr the DeferredCleanupItem* registered with the user object
+/// @param item_ptr the DeferredCleanupItem* registered with the callback
 template <class P>
-void user_object_destructor(void* item_ptr) noexcept {
+void hand_off_published(void* item_ptr) noexcept {
   if (BasicQueue<P>* q = published_queue<P>()) {
-    on_user_object_destroyed(*q, static_cast<DeferredCleanupItem*>(item_ptr));
+    hand_off(*q, static_cast<DeferredCleanupItem*>(item_ptr));
   }
 }
 
-/// Clean an item whose user object was never created, on the calling thread.
+/// A CUDA user object's destructor: hand_off_published() under the CUDA
+/// name, in the shape the CUDA driver (CUhostFn) and the simulated driver
+/// call.
 ///
-/// Thread: the main thread (the CPython host hands an item refused off the
-/// main thread to on_user_object_destroyed instead, so that its cleanup runs
-/// on the main thread); blocks as long as the cleanup does.
+/// Thread, memory ordering, errors: as hand_off_published().
+/// Source: CUDA Driver API, CUhostFn and cuUserObjectCreate; cuda-python PR
+/// #2371.
+/// @param item_ptr the DeferredCleanupItem* registered with the user object
+template <class P>
+void user_object_destructor(void* item_ptr) noexcept {
+  hand_off_published<P>(item_ptr);
+}
+
+/// Clean an item that was never handed off, on the calling thread: the
+/// exactly-once path when the hand-off cannot happen (the user object, the
+/// task, the callback registration was never created).
+///
+/// Thread: the main thread (its cleanup runs here; off the main thread hand
+/// the item off instead, so that its cleanup runs on the main thread);
+/// blocks as long as the cleanup does.
 /// Memory ordering: none needed; the item was never published.
 /// Errors: none.
 /// Source: this project (exactly once when creation fails: the driver never
 /// calls the destructor of a user object it did not create; CUDA Driver API,
 /// cuUserObjectCreate).
+/// @param q the queue whose statistics are updated (direct_cleanups, cleaned)
+/// @param item the never-handed-off item; must not be used afterwards
+template <class P>
+void cleanup_now(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
+  run_cleanup(item);
+  q.stats.direct_cleanups.fetch_add(1, std::memory_order_relaxed);  // statistics only
+  q.stats.cleaned.fetch_add(1, std::memory_order_relaxed);          // statistics only
+}
+
+/// Clean an item whose user object was never created: cleanup_now() under
+/// the CUDA name.
+///
+/// Thread, memory ordering, errors: as cleanup_now().
+/// Source: CUDA Driver API, cuUserObjectCreate.
 /// @param q the queue whose statistics are updated
 /// @param item the never-published item; must not be used afterwards
 template <class P>
 void cleanup_directly(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
-  run_cleanup(item);
-  q.stats.direct_cleanups.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  q.stats.cleaned.fetch_add(1, std::memory_order_relaxed);          // statistics only
+  cleanup_now(q, item);
+}
+
+/// Hand a typed item to the main thread; its ownership passes to the queue,
+/// and the drain's cleanup deletes it (running T's destructor on the main
+/// thread).
+///
+/// Thread: any (as hand_off).  Allocates nothing, frees nothing: moving the
+/// pointer in is a copy of one address.
+/// Memory ordering: as hand_off.
+/// Errors: none.  A null item is ignored (ScheduleResult::empty).
+/// Source: this project (item.hpp, Item).
+/// @param q the queue
+/// @param item the typed item, made earlier with make_item()
+/// @return the scheduling result of hand_off()
+template <class P, class T>
+ScheduleResult hand_off(BasicQueue<P>& q, std::unique_ptr<Item<T>> item) noexcept {
+  if (!item) return ScheduleResult::empty;
+  return hand_off(q, item.release()->node());
+}
+
+/// Clean a typed item that was never handed off, on the calling thread
+/// (cleanup_now for an Item): T's destructor runs here and the item is freed.
+///
+/// Thread: the main thread; blocks as long as T's destructor does.
+/// Memory ordering: none needed.  Errors: none; a null item is ignored.
+/// Source: this project (item.hpp, Item).
+/// @param q the queue whose statistics are updated
+/// @param item the typed item
+template <class P, class T>
+void cleanup_now(BasicQueue<P>& q, std::unique_ptr<Item<T>> item) noexcept {
+  if (item) cleanup_now(q, item.release()->node());
 }
 
 }  // namespace deferred_cleanup

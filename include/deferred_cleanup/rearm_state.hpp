@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // rearm_state.hpp: the re-arm rule's state, in its own struct (reference).
 //
 // The PR's design needs one flag, `scheduled_` (queue.hpp): a claim is
@@ -51,7 +52,7 @@ namespace deferred_cleanup {
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
 /// Source: this project.
-inline constexpr std::size_t kCallTokens = 64;
+DEFERRED_CLEANUP_LOCAL inline constexpr std::size_t kCallTokens = 64;
 
 /// The bound on the queue's pending calls outstanding at once, whatever the
 /// host loses: the claim's call, one call a re-arm superseded, and one call
@@ -61,7 +62,7 @@ inline constexpr std::size_t kCallTokens = 64;
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
 /// Source: this project; verified by the model (tests/model) and
 /// calls_outstanding() in the tests.
-inline constexpr std::uint32_t kMaxCallsOutstanding = 3;
+DEFERRED_CLEANUP_LOCAL inline constexpr std::uint32_t kMaxCallsOutstanding = 3;
 
 template <class P>
 class BasicQueue;

@@ -1,11 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
 // item.hpp: the unit of deferred work.
 //
 // A DeferredCleanupItem is one payload waiting to be released on the CPython
 // main thread.  It is *intrusive*: the `next` link lives inside the item, so
 // pushing it onto the MPSC queue needs no allocation.  That matters because
-// the push happens inside a user object's destructor, which CUDA runs on an
-// internal driver thread where we may not allocate, block, call CUDA or touch
-// a Python object (cuda-python PR #2371, cuda-core 1.2.0).
+// the push happens where allocating is not allowed or not wise: inside a
+// CUDA user object's destructor, which CUDA runs on an internal driver thread
+// where we may not allocate, block, call CUDA or touch a Python object
+// (cuda-python PR #2371, cuda-core 1.2.0), in a thread pool's completion, in
+// another runtime's garbage collector.
+//
+// Item<T> is the typed form: a T and its DeferredCleanupItem in one
+// allocation, made by make_item<T>(...) on any thread ahead of time, handed
+// off as a std::unique_ptr (callback.hpp, hand_off); its cleanup deletes it,
+// so T's destructor runs on the main thread, exactly once.
 //
 // Life of an item:
 //
@@ -27,6 +35,10 @@
 // the consumer reads it after the exchange that takes the list (acquire or
 // stronger), so every access to `next` is ordered by happens-before.
 #pragma once
+
+#include <memory>
+#include <type_traits>
+#include <utility>
 
 namespace deferred_cleanup {
 
@@ -95,5 +107,85 @@ inline void init_item(DeferredCleanupItem& item, void* payload, CleanupFn cleanu
 /// Source: cuda-python PR #2371.
 /// @param item the item whose cleanup runs; must not be used afterwards
 inline void run_cleanup(DeferredCleanupItem* item) noexcept { item->cleanup(item->payload); }
+
+// [doc:typed-item]
+/// A T waiting for the main thread, with its intrusive node: ownership in the
+/// type.  Made by make_item(); handed off with hand_off(q,
+/// std::unique_ptr<Item<T>>) (callback.hpp), after which the queue owns it
+/// and the drain's cleanup deletes it: T's destructor runs on the main
+/// thread, exactly once.  Never handed off, it is freed where its
+/// std::unique_ptr dies (or on the main thread by cleanup_now()).
+///
+/// Thread: made on any thread (it allocates there, ahead of the hand-off);
+/// value() on the thread that owns it; destroyed on the main thread once
+/// handed off.
+/// Memory ordering: everything written to the value before hand_off()
+/// happens-before T's destructor in the drain (the queue's push/take pair).
+/// Errors: T's destructor must not throw (checked at compile time); a
+/// throwing constructor throws from make_item(), before any hand-off.
+/// Source: this project (the deferred cleanup of cuda-python PR #2371 with
+/// the payload's type known).
+template <class T>
+class Item {
+  static_assert(std::is_nothrow_destructible_v<T>,
+                "an Item's value is destroyed inside a drain: its destructor must not throw");
+
+ public:
+  /// Construct the value in place from `args`.
+  ///
+  /// Thread: any.  Memory ordering: plain.  Errors: what T's constructor
+  /// throws.  Source: this project.
+  /// @param args T's constructor arguments
+  template <class... Args>
+  explicit Item(Args&&... args) : value_(std::forward<Args>(args)...) {
+    init_item(node_, this, &destroy);
+  }
+
+  Item(const Item&) = delete;
+  Item& operator=(const Item&) = delete;
+
+  /// The value.
+  ///
+  /// Thread: the owner.  Memory ordering: plain.  Errors: none.
+  /// Source: this project.
+  /// @return the value
+  T& value() noexcept { return value_; }
+
+  /// The value (read only).
+  ///
+  /// Thread: the owner.  Memory ordering: plain.  Errors: none.
+  /// Source: this project.
+  /// @return the value
+  const T& value() const noexcept { return value_; }
+
+  /// The intrusive node that hand_off() pushes; its cleanup deletes this
+  /// Item.  For hand_off(q, item.release()->node()) where a raw node is
+  /// needed (a C callback's argument); the unique_ptr overload does it.
+  ///
+  /// Thread: the owner.  Memory ordering: plain.  Errors: none.
+  /// Source: this project.
+  /// @return the node, valid until the cleanup ran
+  DeferredCleanupItem* node() noexcept { return &node_; }
+
+ private:
+  static void destroy(void* self) noexcept { delete static_cast<Item*>(self); }
+
+  DeferredCleanupItem node_;
+  T value_;
+};
+
+/// Make a typed item: allocate an Item<T> and construct its value.
+///
+/// Thread: any; allocates (call it ahead of the hand-off, never where
+/// allocating is forbidden).  Memory ordering: plain.
+/// Errors: std::bad_alloc, or what T's constructor throws.
+/// Source: this project (as std::make_unique).
+/// @param args T's constructor arguments
+/// @return the item, owned by the caller until hand_off()
+template <class T, class... Args>
+std::unique_ptr<Item<T>> make_item(Args&&... args) {
+  return std::make_unique<Item<T>>(std::forward<Args>(args)...);
+}
+// [end-doc:typed-item]
 
 }  // namespace deferred_cleanup

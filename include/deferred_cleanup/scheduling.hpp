@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // scheduling.hpp: make sure one pending call is outstanding.
 //
 // CPython's pending-call ring is small: a foreign thread can hold 31 calls on
@@ -58,7 +59,7 @@ enum class ScheduleResult : std::uint8_t {
   already_scheduled,  ///< a pending call was already outstanding
   refused,            ///< the host returned -1; scheduled_ is false again
   not_accepting,      ///< shutdown closed the door; the host was not called
-  empty,              ///< comparison variants: head_ read empty, nothing to do
+  empty,              ///< head_ read empty (comparison variants), or a null typed item
   rearmed,            ///< a stale claim was re-armed: one more call was added
 };
 
