@@ -116,6 +116,7 @@ if HANDOFF == "core":
     graph = driver.create_graph()
     for p in payloads:
         graph.attach(p, callback)
+    del p  # the loop variable would keep the last payload alive
     driver.set_hold(True)
     graph.destroy()  # the destructor calls are held until release()
     payloads.clear()
