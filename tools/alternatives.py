@@ -62,11 +62,11 @@ SRC = REPO / "tools" / "alternatives" / "altpool.cpp"
 OUT = REPO / "docs" / "_data" / "alternatives.json"
 HANDOFFS = ["gil", "guard", "asyncio", "mutexq", "core"]
 LABELS = {
-    "gil": "gil_scoped_acquire on the worker (pybind11)",
-    "guard": "PEP 788 guard + PyThreadState_Ensure on the worker",
-    "asyncio": "loop.call_soon_threadsafe",
-    "mutexq": "mutex queue + Py_AddPendingCall + atexit close (greenlet's shape)",
-    "core": "deferred_cleanup (this library, reference variant)",
+    "gil": "gil: gil_scoped_acquire (pybind11)",
+    "guard": "guard: PEP 788 guard (3.15+)",
+    "asyncio": "asyncio: call_soon_threadsafe",
+    "mutexq": "mutexq: mutex queue (greenlet's shape)",
+    "core": "core: deferred_cleanup (this library)",
 }
 # The interpreters measured: the matrix without its debug build (a debug
 # build's timings say nothing about a release build's).
@@ -439,7 +439,7 @@ def table_rows(data: dict, which: str) -> tuple[list[str], list[list[str]]]:
     if which not in ("burst", "exit"):
         raise ValueError(which)
     interps = data["interpreters"]
-    head = ["handoff"] + [f"{i['name']} ({i.get('python', '-')})" for i in interps]
+    head = ["handoff"] + [f"{i['name']} {i.get('python', '')}".strip() for i in interps]
     rows = []
     for h in HANDOFFS:
         row = [LABELS[h]]
