@@ -31,7 +31,7 @@ Two measurements per handoff, each in fresh child interpreters:
 
 Usage::
 
-    tools/alternatives.py [--only NAME,...] [--burst N] [--exit-runs N] [--exit-n N]
+    tools/alternatives.py [--only NAME,...] [--burst N] [--exit-runs N] [--exit-n N] [--reuse]
         every interpreter of the matrix (tools/matrix.py run NAME), then
         docs/_data/alternatives.json with a provenance stamp (--out to change)
     PY tools/alternatives.py measure --json PATH [--burst N ...]
@@ -471,6 +471,9 @@ def absent_reasons(data: dict) -> list[str]:
 # ------------------------------------------------------------------ main
 def _matrix_measure(name: str, a) -> dict:
     res = REPO / "build" / "alternatives" / name / "result.json"
+    if a.reuse and res.exists():
+        say(f"{name}: reusing {res.relative_to(REPO)} (--reuse)")
+        return json.loads(res.read_text())
     res.unlink(missing_ok=True)
     cmd = (
         f"$PY tools/alternatives.py measure --name {name} --json {res} --burst {a.burst} "
@@ -518,6 +521,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="measure: where to write this interpreter's JSON")
     ap.add_argument("--name", default=os.environ.get("DC_INTERPRETER_NAME", "local"))
     ap.add_argument("--out", type=Path, default=OUT, help="all: the data file (default: docs)")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="all: take an interpreter's build/alternatives/NAME/result.json when it exists "
+        "(a run that was stopped part-way; the measuring code must not have changed since)",
+    )
     a = ap.parse_args(argv)
     if a.cmd == "measure":
         r = measure(a.burst, a.exit_runs, a.exit_n, a.name)
@@ -529,6 +538,8 @@ def main(argv: list[str] | None = None) -> int:
             print(text)
         return 0
     names = [n for n in a.only.split(",") if n] if a.only else NAMES
+    # The data lists the interpreters in the matrix's order, whatever order they ran in.
+    order = {n: i for i, n in enumerate(NAMES)}
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     interps = []
     for name in names:
@@ -545,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()},
         "started_utc": started,
         "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "interpreters": interps,
+        "interpreters": sorted(interps, key=lambda i: order.get(i["name"], len(order))),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(data, indent=2) + "\n")
