@@ -423,7 +423,10 @@ def exit_cell(r: dict) -> str:
     st = ", ".join(f"{k} ×{v}" for k, v in sorted(x["statuses"].items(), key=lambda kv: -kv[1]))
     lo, hi = x["released_min"], x["released_max"]
     rel = "?" if lo is None else (f"{lo}" if lo == hi else f"{lo}–{hi}")
-    return f"{st}; released {rel}/{x['n']}"
+    cell = f"{st}; released {rel}/{x['n']}"
+    if x.get("leaked_max"):
+        cell += f"; leaked up to {x['leaked_max']}"
+    return cell
 
 
 def table_rows(data: dict, which: str) -> tuple[list[str], list[list[str]]]:
@@ -466,6 +469,26 @@ def absent_reasons(data: dict) -> list[str]:
             if line and line not in seen:
                 seen.append(line)
     return seen
+
+
+def crash_lines(data: dict) -> list[str]:
+    """What a failing child said last: one line per handoff and interpreter
+    whose burst or exit runs did not all end with ``rc 0``."""
+    out = []
+    for i in data["interpreters"]:
+        for h in HANDOFFS:
+            r = i.get("handoffs", {}).get(h, {})
+            if "absent" in r or not r:
+                continue
+            b, x = r["burst"], r["exit"]
+            bad = [k for k in x["statuses"] if k != "rc 0"]
+            if b["status"] != "rc 0":
+                last = (b.get("stderr_tail") or "").strip().splitlines()[-1:] or ["no output"]
+                out.append(f"{h} on {i['name']}, burst, {b['status']}: {last[0]}")
+            if bad:
+                last = (x.get("stderr_example") or "").strip().splitlines()[-1:] or ["no output"]
+                out.append(f"{h} on {i['name']}, exit test, {', '.join(bad)}: {last[0]}")
+    return out
 
 
 # ------------------------------------------------------------------ main

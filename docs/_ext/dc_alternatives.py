@@ -6,7 +6,8 @@ repository root; option ``:which: burst`` or ``:which: exit``) becomes one
 table: a row per handoff, a column per interpreter.  The rows come from the
 tool's own ``table_rows`` (the function that also prints the table), so the
 page and the JSON cannot disagree.  With ``:which: facts`` it becomes the
-run's facts (sizes, machine, provenance) and the reasons for every empty cell.
+run's facts (sizes, machine, provenance) and the reasons for every empty cell;
+with ``:which: crashes``, the last line a failing child wrote to stderr.
 """
 
 from __future__ import annotations
@@ -93,11 +94,11 @@ def table(data: dict, which: str) -> nodes.table:
 
 
 class AlternativesTable(SphinxDirective):
-    """``.. alternatives-table:: PATH`` with ``:which: burst|exit|facts``."""
+    """``.. alternatives-table:: PATH`` with ``:which: burst|exit|facts|crashes``."""
 
     required_arguments = 1
     has_content = False
-    option_spec = {"which": lambda s: directives.choice(s, ("burst", "exit", "facts"))}
+    option_spec = {"which": lambda s: directives.choice(s, ("burst", "exit", "facts", "crashes"))}
 
     def run(self) -> list[nodes.Node]:
         path = REPO / self.arguments[0]
@@ -108,7 +109,12 @@ class AlternativesTable(SphinxDirective):
         except (OSError, ValueError) as exc:
             raise self.error(f"alternatives-table: cannot read {self.arguments[0]}: {exc}") from exc
         which = self.options.get("which", "burst")
-        return facts(data) if which == "facts" else [table(data, which)]
+        if which == "facts":
+            return facts(data)
+        if which == "crashes":
+            lines = import_tool("alternatives").crash_lines(data)
+            return [_bullets(lines)] if lines else [_para("Every child exited with status 0.")]
+        return [table(data, which)]
 
 
 def setup(app):
