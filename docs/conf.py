@@ -38,6 +38,7 @@ extensions = [
     "dc_bench",  # the Performance page's tables and plots, from docs/_data/bench.json
     "dc_model",  # the scheduling page's table of a candidate rule's model runs
     "dc_promises",  # the Verification page's promise ledger, from tests/promises.toml
+    "dc_alternatives",  # "When to use what": tables from docs/_data/alternatives.json
 ]
 
 root_doc = "index"
