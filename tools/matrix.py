@@ -151,6 +151,7 @@ ONCE_CHECKS = [
     ("sanitize", "cp312-pyenv", "sanitize"),
     ("mutate", "cp312-pyenv", "mutate"),
     ("bench", "cp312-pyenv", "bench"),
+    ("production", "cp312-pyenv", "production"),
 ]
 # What the probe measures with (its provenance stamp's sources).
 PROBE_SOURCES = [
@@ -399,6 +400,9 @@ def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None 
         *("-m", "pip", "install", "-q", "--disable-pip-version-check"),
         *("--no-build-isolation", "--no-deps", *where),
         *("-C", f"build-dir={build_dir}", "-C", "cmake.build-type=RelWithDebInfo"),
+        # The `_test_` hooks (reference/testing/) that the suite needs; a plain
+        # `pip install .` builds without them (CMake option DC_TEST_HOOKS).
+        *("-C", "cmake.define.DC_TEST_HOOKS=ON"),
         str(src),
     ]
 
