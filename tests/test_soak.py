@@ -48,7 +48,12 @@ REFERENCE_CASES = [
     ("exit_in_flight-burst", "exit_in_flight", ("500", "8", "burst"), 500),
     ("exit_in_flight-atexit-destroy", "exit_in_flight", ("200", "4", "atexit-destroy"), 200),
     pytest.param(
-        "held_in_gate-20ms", "held_in_gate", ("20",), 1, marks=pytest.mark.test_hooks, id="held_in_gate-20ms"
+        "held_in_gate-20ms",
+        "held_in_gate",
+        ("20",),
+        1,
+        marks=pytest.mark.test_hooks,
+        id="held_in_gate-20ms",
     ),
     ("late_callbacks", "late_callbacks", ("100", "8"), 100),
 ]

@@ -37,6 +37,7 @@ PAGES = (
     "docs/caveats.rst",
     "docs/contract.rst",
     "reference/include/deferred_cleanup/queue.hpp",
+    "include/deferred_cleanup/cpython/deferred_cleanup.h",
 )
 KINDS = ("mutants", "reason", "gap")
 
