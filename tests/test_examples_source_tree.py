@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = ["c_threadpool"]
+EXAMPLES = ["c_minimal", "c_threadpool"]
 
 CONFIG = """\
 set(_dc_src "{repo}")
