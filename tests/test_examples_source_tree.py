@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = ["c_minimal", "c_threadpool"]
+EXAMPLES = ["c_minimal", "c_threadpool", "pybind11_pool"]
 
 CONFIG = """\
 set(_dc_src "{repo}")
@@ -56,6 +56,8 @@ def built(tmp_path_factory) -> dict[str, Path]:
     """
     if shutil.which("cmake") is None:
         pytest.skip("cmake is not installed here")
+    import pybind11  # the pybind11 example's find_package(pybind11 CONFIG)
+
     tmp = tmp_path_factory.mktemp("examples")
     cfg = tmp / "config"
     cfg.mkdir()
@@ -70,6 +72,7 @@ def built(tmp_path_factory) -> dict[str, Path]:
                 "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                 f"-DPython_EXECUTABLE={sys.executable}",
                 f"-Ddeferred_cleanup_DIR={cfg}",
+                f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
                 "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror",
                 "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror",
             ]
