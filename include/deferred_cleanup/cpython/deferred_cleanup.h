@@ -83,12 +83,14 @@ typedef struct dc_counters {
 dc_host* dc_host_get(const dc_host_options* opts);
 
 /* Preallocate an item.  Thread: any; no thread state needed.
- * Blocking: malloc only.  Errors: NULL when out of memory (no exception set).
+ * Blocking: malloc only.  Memory ordering: none until dc_hand_off() publishes
+ * it.  Errors: NULL when out of memory (no exception set).
  * Source: this project (cuda-python PR #2371 preallocates the same way). */
 dc_item* dc_item_new(dc_cleanup_fn cleanup, void* payload);
 
 /* Free an item that was never handed off, without running its cleanup.
- * Thread: any.  Never blocks.  Errors: none; NULL is ignored. */
+ * Thread: any.  Never blocks.  Memory ordering: none (never published).
+ * Errors: none; NULL is ignored.  Source: this project. */
 void dc_item_discard(dc_item* item);
 
 /* Hand an item to the main thread.  Thread: any, with or without a thread
