@@ -24,6 +24,10 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = ["c_minimal", "c_threadpool", "pybind11_pool"]
 
+# Building the examples takes about 90 s idle, several minutes with both cores
+# busy: a hang guard, not a speed requirement.
+pytestmark = pytest.mark.timeout(1800)
+
 CONFIG = """\
 set(_dc_src "{repo}")
 if(NOT TARGET deferred_cleanup::core)

@@ -22,7 +22,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.production
+# The build takes about a minute idle, several with both cores busy: a hang guard.
+pytestmark = [pytest.mark.production, pytest.mark.timeout(1800)]
 
 #: Names of the hooks' functions (substrings of demangled symbols).
 HOOK_SYMBOLS = [
