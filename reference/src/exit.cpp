@@ -120,7 +120,9 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
     std::fprintf(f, ", \"%s\": %llu", k, u(v->load(std::memory_order_relaxed)));  // statistics only
   std::fprintf(f, ", \"in_flight_at_backstop\": %llu",
                u(g_in_host.load(std::memory_order_relaxed)));  // statistics only
-  std::fprintf(f, ", \"gate_hook_passes\": %d", test_gate_hook_passes());
+#if DC_TEST_HOOKS
+  std::fprintf(f, ", \"gate_hook_passes\": %d", test_gate_hook_passes());  // test build only
+#endif
   std::fprintf(f, ", \"atexit_table_full\": %s", g_atexit_rc != 0 ? "true" : "false");
   std::fprintf(f, ", \"exit_hook_ran\": %s", g_exit.ran ? "true" : "false");
   std::fprintf(f, ", \"exit_destructors_not_run\": %llu", u(g_exit.destructors_not_run));
