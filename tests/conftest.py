@@ -59,6 +59,10 @@ MATRIX_ONLY = {
         "missing)"
     ),
     "mutate": "rebuilds the C++ suite once per mutant in tests/mutants (minutes)",
+    "production": (
+        "builds deferred_cleanup._native once more with CMake, without the test hooks "
+        "(DC_TEST_HOOKS=OFF), about a minute"
+    ),
     "format": "runs clang-format and ruff over the repository (ruff from the docs environment)",
     "bench": (
         "builds tests/bench with CMake (apt installs Google Benchmark if missing) and runs each "
@@ -105,8 +109,31 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+#: Why a test marked ``test_hooks`` skips on a production build.
+TEST_HOOKS_ABSENT = (
+    "needs a `_test_` hook: this deferred_cleanup._native is a production build "
+    "(CMake option DC_TEST_HOOKS=OFF); tools/matrix.py builds with it ON"
+)
+
+
+def _native_has_test_hooks() -> bool:
+    """Whether the installed ``deferred_cleanup._native`` was built with DC_TEST_HOOKS.
+
+    Returns:
+        bool: ``_native.TEST_HOOKS``; True when the module cannot be imported
+        here (the tests then fail on the import itself, not as skips).
+    """
+    try:
+        from deferred_cleanup import _native
+    except ImportError:
+        return True
+    # A build older than the TEST_HOOKS attribute had the hooks compiled in.
+    return bool(getattr(_native, "TEST_HOOKS", hasattr(_native, "_test_lose_calls")))
+
+
 def pytest_collection_modifyitems(config, items):
-    """Skip the :data:`MATRIX_ONLY` tests unless ``DC_MATRIX=1`` (set by tools/matrix.py);
+    """Skip the :data:`MATRIX_ONLY` tests unless ``DC_MATRIX=1`` (set by tools/matrix.py),
+    and the tests marked ``test_hooks`` on a production build of ``_native``;
     under tools/mutate.py on a mutant, run its killing tests first (stable order).
 
     Args:
@@ -117,6 +144,10 @@ def pytest_collection_modifyitems(config, items):
     Returns:
         None.
     """
+    hooks = _native_has_test_hooks()
+    for item in items:
+        if not hooks and item.get_closest_marker("test_hooks") is not None:
+            item.add_marker(pytest.mark.skip(reason=TEST_HOOKS_ABSENT))
     if _MUTATE_STOP is not None:
         items.sort(key=lambda it: not any(w in it.nodeid for w in _mutate_stop_wanted))
     if os.environ.get("DC_MATRIX") == "1":
@@ -381,6 +412,8 @@ def lose_call(dc):
     production: a stale claim re-armed at an entry point (``stale_claim_s``
     lowered for the moment), then waits until the re-armed call ran.
     """
+    if not _native_has_test_hooks():
+        pytest.skip(TEST_HOOKS_ABSENT)
     yield dc._native._test_lose_calls
     dc._native._test_lose_calls(0)
     old = dc.settings()["stale_claim_s"]

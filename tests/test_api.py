@@ -212,6 +212,7 @@ def test_import_in_a_subinterpreter_is_refused_and_leaves_the_queue_alone():
     assert main and '"cleaned": 1' in main[0], p.stdout
 
 
+@pytest.mark.test_hooks
 def test_counters_drains_and_schedules_nothing(dc, recorder, wait, lose_call):
     """counters() is a snapshot, not an entry point: with items queued and
     their pending call lost, it runs no cleanup and adds no pending call; the

@@ -170,6 +170,7 @@ def test_drain_now_off_main_thread_raises_and_loses_nothing(dc, recorder, wait):
     assert wait(lambda: recorder.calls == {1: 1})
 
 
+@pytest.mark.test_hooks
 def test_entry_point_drains_directly_when_pending_call_cannot_run(dc, delta, claim_never_stale):
     """The pending call is queued but the main thread has not run it (it was
     in C++); the next entry point drains directly (reference, gh-95820)."""

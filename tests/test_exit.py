@@ -200,6 +200,7 @@ def test_exit_wait_s_is_honoured_in_seconds(scenario, wait_s, released):
         assert s["cleaned"] == 0 and s["exit_destructors_not_run"] == n, s
 
 
+@pytest.mark.test_hooks
 def test_a_full_py_atexit_table_is_said_once_and_the_exit_counters_stay(scenario):
     """CPython's Py_AtExit table holds 32 callbacks (NEXITFUNCS,
     Include/internal/pycore_atexit.h v3.12.0; Py_AtExit returns -1 when full,

@@ -24,9 +24,15 @@ import pytest
 
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
-MODES = ["main", "in-cleanup", "worker-during-drain", "worker", "gate"]
+MODES = [
+    "main",
+    "in-cleanup",
+    "worker-during-drain",
+    "worker",
+    pytest.param("gate", marks=pytest.mark.test_hooks),  # holds a producer in the gate
+]
 # The exit sequence's bounded gate wait (kDefaultGateBound, 5000 ms, in
-# reference/include/deferred_cleanup/shutdown.hpp): a child that counted a
+# include/deferred_cleanup/shutdown.hpp): a child that counted a
 # producer it does not have waits this long at exit.
 GATE_WAIT_S = 5.0
 
@@ -182,6 +188,7 @@ def _child_result(pid):
     return os.waitstatus_to_exitcode(status)
 
 
+@pytest.mark.test_hooks
 @pytest.mark.parametrize("parent_call", ["outstanding", "lost"])
 def test_child_cleans_items_queued_at_fork_without_new_payloads(dc, recorder, request, parent_call):
     """Items queued in the parent at fork() are cleaned in the child by a
@@ -363,6 +370,7 @@ FORK_RECORDS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.test_hooks
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is unavailable here")
 @pytest.mark.parametrize("record", ["superseded", "main"])
 def test_child_rearms_with_the_parents_rearm_records_reset(tmp_path, record):

@@ -36,6 +36,7 @@ def python_sigint_handler():
     signal.signal(signal.SIGINT, old)
 
 
+@pytest.mark.test_hooks
 def test_ctrl_c_during_a_long_drain_is_delivered_after_it(
     dc, recorder, lose_call, python_sigint_handler
 ):
@@ -61,6 +62,7 @@ def test_ctrl_c_during_a_long_drain_is_delivered_after_it(
     assert dc.counters()["deferred_interrupts"] >= 1
 
 
+@pytest.mark.test_hooks
 def test_system_exit_in_a_finalizer_reaches_the_program(dc, recorder, lose_call):
     def fin(i):
         recorder(i)
@@ -108,6 +110,7 @@ def test_interrupt_from_a_pending_call_is_raised_in_the_interrupted_code(dc, rec
     assert recorder.threads == {threading.main_thread().ident}
 
 
+@pytest.mark.test_hooks
 def test_ordinary_exceptions_still_go_to_unraisablehook(dc, recorder, monkeypatch, lose_call):
     seen = []
     monkeypatch.setattr("sys.unraisablehook", lambda u: seen.append(u.exc_type))

@@ -20,6 +20,9 @@ import textwrap
 import pytest
 from conftest import wait_until
 
+# Every test here uses a `_test_` hook (lose a call, fill the ring): test builds only.
+pytestmark = pytest.mark.test_hooks
+
 SCRIPT = textwrap.dedent("""
     import json, sys, time
     import deferred_cleanup as dc

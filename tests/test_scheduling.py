@@ -12,6 +12,9 @@ import pytest
 
 from deferred_cleanup import cpython_facts
 
+# Every test here uses a `_test_` hook (lose a call, fill the ring): test builds only.
+pytestmark = pytest.mark.test_hooks
+
 
 def _held_burst(dc, n):
     driver = dc.SimulatedDriver()

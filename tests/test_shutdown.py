@@ -48,6 +48,7 @@ def test_reference_final_drain_cleans_what_is_queued(scenario):
     assert s["enqueued_late"] == 0
 
 
+@pytest.mark.test_hooks
 def test_reference_waits_out_a_producer_held_in_the_gate(scenario):
     out = scenario("held_in_gate", "300", variant="reference")
     assert out["result"] == {"held": True, "created": 1}
@@ -61,6 +62,7 @@ def test_reference_waits_out_a_producer_held_in_the_gate(scenario):
     assert s["schedule_attempts"] == 1
 
 
+@pytest.mark.test_hooks
 def test_reference_final_drain_comes_after_the_gate_wait(scenario):
     """A producer held in the gate at exit; while the exit sequence waits it
     out, another destructor pushes (after the close, so it gets no pending
@@ -76,6 +78,7 @@ def test_reference_final_drain_comes_after_the_gate_wait(scenario):
     assert s["cleaned"] == 2 and s["leaked_at_shutdown"] == 0, s
 
 
+@pytest.mark.test_hooks
 @pytest.mark.parametrize("variant", ["seed", "cuda-core-1.2"])
 def test_comparison_variant_held_producer_calls_cpython_after_finalization(scenario, variant):
     """The comparison variants' hole: a producer held between its last check

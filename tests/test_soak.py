@@ -48,7 +48,14 @@ REPO = Path(__file__).resolve().parent.parent
 REFERENCE_CASES = [
     ("exit_in_flight-burst", "exit_in_flight", ("500", "8", "burst"), 500),
     ("exit_in_flight-atexit-destroy", "exit_in_flight", ("200", "4", "atexit-destroy"), 200),
-    ("held_in_gate-20ms", "held_in_gate", ("20",), 1),
+    pytest.param(
+        "held_in_gate-20ms",
+        "held_in_gate",
+        ("20",),
+        1,
+        marks=pytest.mark.test_hooks,
+        id="held_in_gate-20ms",
+    ),
     ("late_callbacks", "late_callbacks", ("100", "8"), 100),
 ]
 
@@ -134,7 +141,9 @@ def _write_summary(case: str, variant: str, tally: dict, extra: dict | None = No
 
 @pytest.mark.timeout(60 + int(3 * RUN_TIMEOUT_S) * max(SOAK_N, 1))
 @pytest.mark.parametrize(
-    "case,name,args,created", REFERENCE_CASES, ids=[c[0] for c in REFERENCE_CASES]
+    "case,name,args,created",
+    REFERENCE_CASES,
+    ids=[getattr(c, "id", None) or c[0] for c in REFERENCE_CASES],
 )
 def test_reference_soak(scenario, case, name, args, created):
     runs = _soak(scenario, name, args, created, "reference", SOAK_N)
@@ -147,6 +156,7 @@ def test_reference_soak(scenario, case, name, args, created):
     )
 
 
+@pytest.mark.test_hooks
 @pytest.mark.timeout(60 + int(3 * RUN_TIMEOUT_S) * max(SOAK_N, 1))
 def test_seed_held_in_gate_outcome_is_the_cpython_fact(scenario):
     """The seed's window, SOAK_N times: every run shows what CPython does with

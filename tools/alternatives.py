@@ -83,7 +83,7 @@ NAMES = [
 GLOBS = [
     "tools/alternatives.py",
     "tools/alternatives/*.cpp",
-    "reference/include/deferred_cleanup/*.hpp",
+    "include/deferred_cleanup/*.hpp",
     "reference/src/*.cpp",
     "reference/python/deferred_cleanup/__init__.py",
 ]

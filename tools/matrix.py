@@ -170,6 +170,7 @@ ONCE_CHECKS = [
     # One interpreter: a wheel, a fresh environment and a CMake build per example cost about
     # a CPU minute each; the examples' own Python is the same C API on every version.
     ("examples", "cp312-pyenv", "examples"),
+    ("production", "cp312-pyenv", "production"),
 ]
 # What the probe measures with (its provenance stamp's sources).
 PROBE_SOURCES = [
@@ -436,6 +437,9 @@ def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None 
         *("-m", "pip", "install", "-q", "--disable-pip-version-check"),
         *("--no-build-isolation", "--no-deps", *where),
         *("-C", f"build-dir={build_dir}", "-C", "cmake.build-type=RelWithDebInfo"),
+        # The `_test_` hooks (reference/testing/) that the suite needs; a plain
+        # `pip install .` builds without them (CMake option DC_TEST_HOOKS).
+        *("-C", "cmake.define.DC_TEST_HOOKS=ON"),
         str(src),
     ]
 

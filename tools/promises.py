@@ -38,6 +38,7 @@ PAGES = (
     "docs/caveats.rst",
     "docs/contract.rst",
     "include/deferred_cleanup/queue.hpp",
+    "include/deferred_cleanup/cpython/deferred_cleanup.h",
 )
 KINDS = ("mutants", "reason", "gap")
 

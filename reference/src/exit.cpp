@@ -121,7 +121,9 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
     std::fprintf(f, ", \"%s\": %llu", k, u(v->load(std::memory_order_relaxed)));  // statistics only
   std::fprintf(f, ", \"in_flight_at_backstop\": %llu",
                u(g_in_host.load(std::memory_order_relaxed)));  // statistics only
-  std::fprintf(f, ", \"gate_hook_passes\": %d", test_gate_hook_passes());
+#if DC_TEST_HOOKS
+  std::fprintf(f, ", \"gate_hook_passes\": %d", test_gate_hook_passes());  // test build only
+#endif
   std::fprintf(f, ", \"atexit_table_full\": %s", g_atexit_rc != 0 ? "true" : "false");
   std::fprintf(f, ", \"exit_hook_ran\": %s", g_exit.ran ? "true" : "false");
   std::fprintf(f, ", \"exit_destructors_not_run\": %llu", u(g_exit.destructors_not_run));
@@ -144,7 +146,9 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
   std::fclose(f);
 }
 
+#if DC_TEST_HOOKS
 void test_noop_exit_callback() {}
+#endif
 
 /// Py_AtExit backstop (every variant): no Python API from here on.
 void backstop() {
@@ -162,9 +166,11 @@ void backstop() {
       q.close();  // the seed's one shutdown step, first thing in its Py_AtExit callback
     }
   });
+#if DC_TEST_HOOKS
   // Test hook: a producer held inside the window is released now, after
   // finalization; wait for it to leave the host call (bounded).
   test_hooks_at_backstop();
+#endif
   // Test hook: simulated callbacks held for "after finalization".
   std::vector<std::pair<std::shared_ptr<SimulatedDriver>, int>> late;
   std::vector<std::shared_ptr<SimulatedDriver>> all;
@@ -317,12 +323,15 @@ void mark_atexit_end() {
 void init_exit(py::module_& m) {
   const char* stats_path = std::getenv("DC_STATS_AT_EXIT");
   if (stats_path != nullptr) std::snprintf(g_stats_path, sizeof g_stats_path, "%s", stats_path);
+#if DC_TEST_HOOKS
   if (std::getenv("DC_TEST_FILL_PY_ATEXIT") != nullptr) {
-    // Test hook: fill CPython's Py_AtExit table (NEXITFUNCS, 32 callbacks:
-    // Include/internal/pycore_atexit.h, v3.12.0) as other extensions could.
+    // Test hook (test build only): fill CPython's Py_AtExit table
+    // (NEXITFUNCS, 32 callbacks: Include/internal/pycore_atexit.h, v3.12.0)
+    // as other extensions could.
     while (Py_AtExit(&test_noop_exit_callback) == 0) {
     }
   }
+#endif
   g_atexit_rc = Py_AtExit(&backstop);  // -1 when the table is full (Python/pylifecycle.c, v3.12.0)
   if (g_atexit_rc != 0) {
     std::fprintf(stderr,

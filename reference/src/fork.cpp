@@ -49,7 +49,9 @@ void after_fork_child() {
     const std::uint64_t lost = d->after_fork_child();
     g_counters.user_objects.fetch_sub(lost, std::memory_order_relaxed);  // statistics only
   }
-  test_hooks_after_fork();
+#if DC_TEST_HOOKS
+  test_hooks_after_fork();  // test build only
+#endif
   // Items queued in the parent are the child's own copies: schedule their
   // drain in the child (see Caveats, fork()).
   with_queue([](auto& q) {

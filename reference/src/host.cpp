@@ -232,10 +232,17 @@ void binding_destructor(void* arg) {
 
 }  // namespace
 
+// The gate hook holds a producer in the window: test builds only.
+#if DC_TEST_HOOKS
+constexpr void (*kInGate)(const void*) = &test_hook_in_gate;
+#else
+constexpr void (*kInGate)(const void*) = nullptr;
+#endif
+
 Host g_host{
     .add_pending_call = &host_add_pending_call,
     .is_main_thread = &host_is_main_thread,
-    .in_gate = &test_hook_in_gate,
+    .in_gate = kInGate,
     .now_ns = &now_ns,
     .finalizing = &host_finalizing,
     .after_drain = &host_after_drain,

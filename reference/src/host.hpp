@@ -12,8 +12,10 @@
 //   fork.cpp          in a fork() child: the at-fork reset;
 //   api_bindings.cpp  the Python API: drivers, graphs, stats, drain_now, poll
 //                     (it only binds);
-//   test_hooks.cpp    the `_test_` functions that hold a producer in the
-//                     gate, fill CPython's pending-call ring, lose a call.
+//   reference/testing/test_hooks.cpp
+//                     (test builds only, DC_TEST_HOOKS) the `_test_`
+//                     functions that hold a producer in the gate, fill
+//                     CPython's pending-call ring, lose a call.
 //
 // The variant is chosen once, at import, from DEFERRED_CLEANUP_VARIANT; the
 // queue of that variant is published and never freed.  with_queue() hands
@@ -94,7 +96,7 @@ extern std::atomic<bool> g_torn_down;  // the Py_AtExit backstop ran
 /// _Py_IsFinalizing, 3.10-3.12).  Any thread.
 bool finalizing_now();
 
-/// The Host the core calls (host.cpp); test_hooks.cpp may wrap its
+/// The Host the core calls (host.cpp); a test build's test_hooks.cpp may wrap its
 /// add_pending_call (the lose-call hook).
 extern Host g_host;
 
@@ -274,11 +276,10 @@ decltype(auto) without_gil(F&& fn) {
 }
 
 // ---------------------------------------------------------------- registration
-void register_api(py::module_& m);         // api_bindings.cpp
-void register_test_hooks(py::module_& m);  // test_hooks.cpp
-void init_host(py::module_& m);            // host.cpp: variant, queue, settings
-void init_exit(py::module_& m);            // exit.cpp: exit hook, Py_AtExit backstop
-void init_fork(py::module_& m);            // fork.cpp: the at-fork reset
+void register_api(py::module_& m);  // api_bindings.cpp
+void init_host(py::module_& m);     // host.cpp: variant, queue, settings
+void init_exit(py::module_& m);     // exit.cpp: exit hook, Py_AtExit backstop
+void init_fork(py::module_& m);     // fork.cpp: the at-fork reset
 
 // Simulated drivers, for the backstop and the at-fork reset (exit.cpp).
 extern std::mutex g_drivers_mu;
@@ -288,10 +289,15 @@ void track_simulated_driver(const std::shared_ptr<SimulatedDriver>& d);
 /// calls from `threads` threads after finalization (test hook).
 void release_at_backstop(const std::shared_ptr<SimulatedDriver>& d, int threads);
 
-// Test hooks the host calls (test_hooks.cpp).
+#if DC_TEST_HOOKS
+// Test hooks the host calls (reference/testing/test_hooks.cpp), compiled only
+// into a test build (CMake option DC_TEST_HOOKS); a production build has
+// neither these symbols nor the branches that call them.
+void register_test_hooks(py::module_& m);
 void test_hook_in_gate(const void* queue);  // Host::in_gate
 void test_hooks_at_backstop();              // release a held producer, wait for it
 int test_gate_hook_passes();                // producers that went through the armed hook
 void test_hooks_after_fork();               // reset the hooks' state in a fork() child
+#endif
 
 }  // namespace deferred_cleanup::host

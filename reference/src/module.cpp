@@ -5,6 +5,10 @@
 
 #include "host.hpp"
 
+#ifndef DC_TEST_HOOKS
+#define DC_TEST_HOOKS 0
+#endif
+
 namespace deferred_cleanup::bindings {
 void register_probe(pybind11::module_& m);  // reference/src/probe.cpp
 }  // namespace deferred_cleanup::bindings
@@ -32,6 +36,11 @@ PYBIND11_MODULE(_native, m, pybind11::mod_gil_not_used()) {
   deferred_cleanup::host::init_exit(m);
   deferred_cleanup::host::init_fork(m);
   deferred_cleanup::host::register_api(m);
-  deferred_cleanup::host::register_test_hooks(m);
+#if DC_TEST_HOOKS
+  deferred_cleanup::host::register_test_hooks(m);  // reference/testing/test_hooks.cpp
+#endif
+  // Whether this build has the `_test_` hooks (tests that need one skip
+  // without them, tests/conftest.py).
+  m.attr("TEST_HOOKS") = pybind11::bool_(DC_TEST_HOOKS != 0);
   deferred_cleanup::host::register_guard(m);
 }

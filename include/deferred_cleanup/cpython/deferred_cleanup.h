@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * deferred_cleanup.h: the C API of the CPython host of deferred-cleanup.
+ *
+ * Hand cleanup work from any thread (a thread-pool completion, a driver
+ * callback, another runtime's garbage collector) to the CPython main thread,
+ * where it runs with the GIL held.  For C, Cython (deferred_cleanup.pxd
+ * beside this file) and Rust (bindgen) users.  The types are opaque; the
+ * library (src/cpython/*.cpp, CMake target deferred_cleanup::cpython) is
+ * compiled into the user's extension, one host per extension.
+ *
+ * The life of an item:
+ *   dc_item_new()        preallocate, with a cleanup function and its payload
+ *   dc_hand_off()        from any thread: queue it; allocates nothing, never
+ *                        blocks, safe after finalization (then never run)
+ *   (main thread)        the cleanup runs once, GIL held, from a pending call
+ *                        (Py_AddPendingCall) or an entry-point drain; the
+ *                        host frees the item afterwards
+ */
+#ifndef DEFERRED_CLEANUP_CPYTHON_DEFERRED_CLEANUP_H
+#define DEFERRED_CLEANUP_CPYTHON_DEFERRED_CLEANUP_H
+
+#include <Python.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The extension's host (opaque; one per extension, never freed). */
+typedef struct dc_host dc_host;
+/* A preallocated unit of cleanup work (opaque). */
+typedef struct dc_item dc_item;
+
+/* A cleanup.  Thread: the main thread, GIL held, exactly once per item handed
+ * off (never for an item discarded or handed off after the host died).
+ * Errors: it may leave a Python exception set: KeyboardInterrupt and
+ * SystemExit (the first of a drain) are raised after the drain where it was
+ * entered (the interrupted code, or the entry point's caller); any other, and
+ * later interrupts of the same drain, go to sys.unraisablehook.  The other
+ * items of the drain still run.  It must not free the item. */
+typedef void (*dc_cleanup_fn)(void* payload);
+
+/* Options of dc_host_get().  Zero-initialise, then set what you need. */
+typedef struct dc_host_options {
+  /* Step 0 of the exit sequence waits, draining, while outstanding(ctx)
+   * returns non-zero (work the user expects to be handed off soon), at most
+   * exit_wait_ns nanoseconds (0: the default, 5 s; negative: no wait).
+   * outstanding: called on the main thread with the GIL held; NULL: only
+   * queued items are waited for. */
+  int64_t exit_wait_ns;
+  uint64_t (*outstanding)(void* ctx);
+  void* outstanding_ctx;
+} dc_host_options;
+
+/* Counters: relaxed snapshots, statistics only (they order nothing). */
+typedef struct dc_counters {
+  uint64_t handed_off;          /* dc_hand_off() calls */
+  uint64_t handed_off_late;     /* of those, after the exit sequence closed the queue */
+  uint64_t cleaned;             /* cleanups run */
+  uint64_t cleaned_off_main;    /* of those, not on the main thread (always 0) */
+  uint64_t pending_calls;       /* Py_AddPendingCall accepted */
+  uint64_t direct_drains;       /* drains run by dc_entry()/dc_drain_now() */
+  uint64_t deferred_interrupts; /* KeyboardInterrupt/SystemExit raised after a drain */
+  uint64_t unraisable;          /* cleanup errors sent to sys.unraisablehook */
+  uint64_t leaked_at_exit;      /* items still queued at the Py_AtExit backstop */
+  int exit_sequence_ran;        /* the atexit-phase exit sequence has run */
+  int host_alive;               /* cleanups may still run */
+} dc_counters;
+
+/* Create (first call) or return this extension's host.
+ * Thread: the main thread of the main interpreter, GIL held (a module's
+ * exec/init function).  Blocking: imports atexit, threading and os.
+ * Registers the atexit-phase exit sequence (last on 3.10-3.13), the
+ * Py_AtExit backstop and the fork() child handler; a later call returns the
+ * same host and ignores opts.
+ * Memory ordering: the host is published before return; dc_hand_off() from
+ * threads started afterwards sees it (thread creation orders it).
+ * Errors: returns NULL with an exception set (ImportError outside the main
+ * interpreter, RuntimeError off the main thread, MemoryError).
+ * Source: Py_AddPendingCall, Py_AtExit (Doc/c-api/init.rst, sys.rst, v3.12.0);
+ * os.register_at_fork (Modules/posixmodule.c, v3.7+). */
+dc_host* dc_host_get(const dc_host_options* opts);
+
+/* Preallocate an item.  Thread: any; no thread state needed.
+ * Blocking: malloc only.  Memory ordering: none until dc_hand_off() publishes
+ * it.  Errors: NULL when out of memory (no exception set).
+ * Source: this project (cuda-python PR #2371 preallocates the same way). */
+dc_item* dc_item_new(dc_cleanup_fn cleanup, void* payload);
+
+/* Free an item that was never handed off, without running its cleanup.
+ * Thread: any.  Never blocks.  Memory ordering: none (never published).
+ * Errors: none; NULL is ignored.  Source: this project. */
+void dc_item_discard(dc_item* item);
+
+/* Hand an item to the main thread.  Thread: any, with or without a thread
+ * state, also during and after finalization.  Never blocks (except inside
+ * CPython's pending-call lock, held for a few instructions), allocates
+ * nothing, never calls into Python.  The item belongs to the host from here.
+ * Memory ordering: the push is seq_cst (a Treiber stack), so everything the
+ * caller wrote before the call happens-before the cleanup; with the drain's
+ * seq_cst clear-then-take no wakeup is lost.
+ * Errors: none.  Once the exit sequence closed the queue, the item stays
+ * queued: a main-thread entry point before finalization still runs it,
+ * otherwise it is leaked (never touched, counted in leaked_at_exit).
+ * Source: Py_AddPendingCall, Python/ceval_gil.c (v3.12.0); gh-95820. */
+void dc_hand_off(dc_host* host, dc_item* item);
+
+/* An API entry point: call it first in every function of your extension.
+ * Thread: any thread holding the GIL (attached thread state).  On the main
+ * thread it drains the queue directly (a pending call from a thread without
+ * a thread state can starve while the main thread runs pure Python on
+ * 3.10-3.12, gh-95820), elsewhere it re-schedules a pending call if needed.
+ * Blocking: as long as the cleanups run.  Memory ordering: the drain's takes
+ * are seq_cst.
+ * Errors: 0, or -1 with the KeyboardInterrupt/SystemExit a cleanup raised
+ * set (return NULL from your function then).
+ * Source: gh-95820; Python/ceval_gil.c make_pending_calls (v3.12.0). */
+int dc_entry(dc_host* host);
+
+/* Run every queued cleanup now.  Thread: the main thread, GIL held.
+ * Blocking: as long as the cleanups run.  Memory ordering: as dc_entry().
+ * Errors: the number of cleanups run, or -1 with an exception set:
+ * RuntimeError off the main thread, after the host died, or from inside a
+ * cleanup; or the KeyboardInterrupt/SystemExit a cleanup raised.
+ * Source: this project. */
+int64_t dc_drain_now(dc_host* host);
+
+/* Read the counters.  Thread: any.  Never blocks.  Memory ordering: relaxed
+ * loads (a snapshot may mix moments).  Errors: none.  Source: this project. */
+void dc_get_counters(const dc_host* host, dc_counters* out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DEFERRED_CLEANUP_CPYTHON_DEFERRED_CLEANUP_H */

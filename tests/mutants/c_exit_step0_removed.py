@@ -1,0 +1,12 @@
+"""The C-API host's exit sequence does not wait for the user's outstanding work."""
+
+FILE = "src/cpython/exit.cpp"
+FIND = """\
+  return g.opts.outstanding != nullptr && g.opts.outstanding(g.opts.outstanding_ctx) != 0;
+"""
+REPLACE = """\
+  return false;  // MUTANT: step 0 waits for nothing
+"""
+PROPERTY = "Step 0 of the exit sequence waits, draining, while outstanding(ctx) returns non-zero"
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples_source_tree.py"]
+KILLING_TESTS = ["test_example_builds_against_the_source_tree_and_passes_its_tests"]

@@ -1,0 +1,14 @@
+"""The C-API host sends a cleanup's KeyboardInterrupt to sys.unraisablehook."""
+
+FILE = "src/cpython/host.cpp"
+FIND = """\
+  if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
+    if (g_def_type == nullptr) {
+"""
+REPLACE = """\
+  if (false) {  // MUTANT: swallowed
+    if (g_def_type == nullptr) {
+"""
+PROPERTY = "KeyboardInterrupt and SystemExit (the first of a drain) are raised after the drain"
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples_source_tree.py"]
+KILLING_TESTS = ["test_example_builds_against_the_source_tree_and_passes_its_tests"]

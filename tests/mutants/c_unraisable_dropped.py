@@ -1,0 +1,12 @@
+"""The C-API host drops a cleanup's exception instead of reporting it."""
+
+FILE = "src/cpython/host.cpp"
+FIND = """\
+  PyErr_WriteUnraisable(nullptr);
+"""
+REPLACE = """\
+  PyErr_Clear();  // MUTANT: dropped
+"""
+PROPERTY = "any other exception a cleanup leaves set goes to sys.unraisablehook"
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples_source_tree.py"]
+KILLING_TESTS = ["test_example_builds_against_the_source_tree_and_passes_its_tests"]
