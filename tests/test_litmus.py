@@ -50,8 +50,12 @@ HEADERS = REPO / "reference" / "include" / "deferred_cleanup"
 # the partial-SC model of Batty, Donaldson, Wickerson (POPL 2016).
 MODELS = ["rc11.cat", "c11_partialSC.cat"]
 
-POLICIES = ("ReferencePolicy", "SeedPolicy", "CudaCore12Policy")
+POLICIES = ("ReferencePolicy", "SeedPolicy", "CudaCore12Policy", "CudaCore12FixedPolicy")
 COMPARISON = ("SeedPolicy", "CudaCore12Policy")
+# cuda-core 1.2.0's orders plus one seq_cst fence on each side of the drain
+# tail's store-buffering pair (notes/upstream/cuda-core-store-buffering.md).
+FIXED = "CudaCore12FixedPolicy"
+FENCE_RE = re.compile(r"atomic_thread_fence\(memory_order_seq_cst\); // fixed\.fence")
 
 # Every litmus file: the policies it models (empty: a control tied to no
 # policy), herd7's expected observation, and the number of distinct final
@@ -67,6 +71,8 @@ FILES = {
     # r1..r4: r1 = 0 only when the take got the item first (r3 = 1, r4 = 0),
     # and r3 = 1 leaves r4 = 0; r2 is free: 2 + 2 + 4 combinations.
     "wakeup_recheck_sb_comparison": (COMPARISON, "Sometimes", 8),
+    # The same shape with both fences: all 8 combinations but the bad one.
+    "wakeup_recheck_sb_fixed": ((FIXED,), "Never", 7),
     "gate_sb_reference": (("ReferencePolicy",), "Never", 3),
     "gate_sb_acqrel": ((), "Sometimes", 4),
     "gate_window_comparison": (COMPARISON, "Sometimes", 4),
@@ -406,6 +412,43 @@ def test_every_policy_has_tagged_orders():
     }
     for name in COMPARISON:
         assert set(pol[name]) == wakeup | {"wakeup.recheck", "gate.check", "gate.close"}, name
+    assert set(pol[FIXED]) == wakeup | {"wakeup.recheck"}
+
+
+def test_fixed_policy_keeps_the_shipped_orders():
+    """The fix changes no order: its tagged constants are cuda-core 1.2.0's."""
+    pol = policy_orders()
+    cuda = {t: v["order"] for t, v in pol["CudaCore12Policy"].items() if t.startswith("wakeup.")}
+    assert {t: v["order"] for t, v in pol[FIXED].items()} == cuda
+
+
+def test_fixed_fences_are_in_the_headers_and_the_litmus_file():
+    """Both fences of the fix are in queue.hpp (recheck() and claim(), after a
+    comment naming fixed.fence) and in the litmus file that proves it."""
+    lines = (HEADERS / "queue.hpp").read_text().splitlines()
+    hits = [i for i, line in enumerate(lines) if "(fixed.fence)" in line]
+    assert len(hits) == 2, hits
+    for i in hits:
+        assert lines[i + 1].strip() == "std::atomic_thread_fence(std::memory_order_seq_cst);", (
+            f"queue.hpp:{i + 2}: {lines[i + 1]}"
+        )
+    text = (LITMUS / "wakeup_recheck_sb_fixed.litmus").read_text()
+    assert len(FENCE_RE.findall(text)) == 2
+
+
+@needs_herd7
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("side", ["producer", "drain"])
+def test_fixed_needs_both_fences(model, side, tmp_path):
+    """With either fence of the fix removed, the lost wakeup is allowed again:
+    the minimal fix is two lines, not one."""
+    src = (LITMUS / "wakeup_recheck_sb_fixed.litmus").read_text()
+    line = f"  atomic_thread_fence(memory_order_seq_cst); // fixed.fence ({side})\n"
+    assert src.count(line) == 1
+    p = tmp_path / "wakeup_recheck_sb_fixed_one_fence.litmus"
+    p.write_text(src.replace(line, "").replace("C wakeup_recheck_sb_fixed", "C one_fence"))
+    r = herd7(p, model)
+    assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
 
 
 def test_litmus_files_match_the_policies():

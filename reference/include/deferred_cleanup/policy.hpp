@@ -240,6 +240,90 @@ struct CudaCore12Policy {
   static constexpr bool close_at_py_atexit = false;  ///< a Py_AtExit callback stops accepting_
 };
 
+/// cuda-core 1.2.0 as shipped plus the smallest fix of its lost wakeup: one
+/// seq_cst fence on each side of the store-buffering pair, and nothing else.
+///
+/// The drain puts a fence between its release clear of `scheduled_` and its
+/// acquire re-check of `head_` (queue.hpp, recheck()); a producer puts one
+/// between its push (and `head_` test) and its claim of `scheduled_`
+/// (queue.hpp, claim()).  Every order constant is the shipped one.  Both
+/// fences are needed in the C++ memory model: with either alone, or with the
+/// drain's clear and re-check made seq_cst but the claim's failure order left
+/// relaxed, herd7 still allows the lost outcome under rc11.cat and
+/// c11_partialSC.cat (tests/litmus/wakeup_recheck_sb_fixed.litmus and
+/// notes/upstream/cuda-core-store-buffering.md).  On x86-64 only the drain's
+/// fence changes what the CPU may do (`mfence` after the `movb`); the
+/// producer's `lock cmpxchg` is already a full barrier.
+///
+/// Not registered as a DEFERRED_CLEANUP_VARIANT value: it is a
+/// comparison-only policy, run by tests/cpp/lost_wakeup.cpp and the
+/// benchmarks, and it shares cuda-core-1.2's protocol shape (`variant`).
+///
+/// Thread: a type of constants.  Memory ordering: the constants below plus
+/// the two fences (sb_fences).  Errors: n/a.
+/// Source: cuda_core/cuda/core/_cpp/rt/py_deferred_cleanup.cpp at cuda-python
+/// commit 08f74293 (the shipped orders); C++20 [atomics.fences] for the
+/// fences.
+struct CudaCore12FixedPolicy {
+  static constexpr Variant variant = Variant::cuda_core_1_2;   ///< shape of cuda-core-1.2
+  static constexpr const char* name = "cuda-core-1.2-fixed";  ///< lost_wakeup's --variant
+
+  /// As shipped.
+  /// [litmus:wakeup.push]
+  static constexpr std::memory_order push = std::memory_order_release;
+  /// As shipped.
+  /// [litmus:wakeup.check]
+  static constexpr std::memory_order check = std::memory_order_acquire;
+  /// As shipped; a seq_cst fence precedes it (sb_fences).
+  /// [litmus:wakeup.claim]
+  static constexpr std::memory_order claim = std::memory_order_acq_rel;
+  /// As shipped.
+  /// [litmus:wakeup.clear]
+  static constexpr std::memory_order clear = std::memory_order_release;
+  /// As shipped.
+  /// [litmus:wakeup.take]
+  static constexpr std::memory_order take = std::memory_order_acquire;
+  /// As shipped; a seq_cst fence precedes it (sb_fences).
+  /// [litmus:wakeup.recheck]
+  static constexpr std::memory_order recheck = std::memory_order_acquire;
+  /// As shipped (no gate).
+  static constexpr std::memory_order gate_check = std::memory_order_acquire;
+  /// As shipped.
+  static constexpr std::memory_order gate_close = std::memory_order_release;
+
+  /// The fix: a seq_cst fence before the claim and before the re-check.
+  static constexpr bool sb_fences = true;
+
+  /// Where the drain clears scheduled_.
+  static constexpr DrainShape drain_shape = DrainShape::take_clear_recheck;
+  static constexpr bool fast_path = false;     ///< push + one load when a call is outstanding
+  static constexpr bool gate = false;          ///< producers pass the in-flight gate
+  static constexpr bool direct_drain = false;  ///< entry points drain directly (gh-95820)
+  static constexpr bool rearm = false;         ///< a stale claim may be re-armed
+  /// Schedule() asks the host whether it is finalizing.
+  static constexpr bool schedule_checks_finalizing = true;
+  /// The drain asks the host whether it is finalizing, then leaks.
+  static constexpr bool drain_checks_finalizing = true;
+  /// Schedule() returns at once when head_ is empty.
+  static constexpr bool schedule_checks_head = true;
+  static constexpr bool close_at_py_atexit = false;  ///< a Py_AtExit callback stops accepting_
+};
+
+/// Whether policy P puts a seq_cst fence on each side of the drain tail's
+/// store-buffering pair (CudaCore12FixedPolicy); false for a policy without
+/// the member.
+///
+/// Thread: a constant.  Memory ordering: n/a.  Errors: n/a.
+/// Source: this project (CudaCore12FixedPolicy).
+template <class P>
+consteval bool sb_fences_of() {
+  if constexpr (requires { P::sb_fences; }) {
+    return P::sb_fences;
+  } else {
+    return false;
+  }
+}
+
 /// The variant's name as DEFERRED_CLEANUP_VARIANT spells it.
 ///
 /// Thread: any.  Memory ordering: n/a.  Errors: none.

@@ -251,6 +251,10 @@ class BasicQueue {
   /// 1.2.0, drain().
   /// @return true if head_ was not null when read
   bool recheck() const noexcept {
+    if constexpr (sb_fences_of<P>()) {
+      // CudaCore12FixedPolicy: orders the clear before this load (fixed.fence).
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
     // After the clear in program order, but not in S (wakeup.recheck).
     return head_.load(P::recheck) != nullptr;
   }
@@ -288,6 +292,10 @@ class BasicQueue {
       return !scheduled_.exchange(true, P::claim);
     } else {
       bool expected = false;
+      if constexpr (sb_fences_of<P>()) {
+        // CudaCore12FixedPolicy: orders the push before the claim (fixed.fence).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+      }
       // As shipped: CAS with acq_rel, failure relaxed (wakeup.claim).
       return scheduled_.compare_exchange_strong(expected, true, P::claim,
                                                 std::memory_order_relaxed);
