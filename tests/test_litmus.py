@@ -388,6 +388,27 @@ def test_no_order_closes_the_comparison_window(model, tmp_path):
     assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
 
 
+@needs_herd7
+@pytest.mark.parametrize("model", MODELS)
+def test_orders_alone_do_not_fix_the_comparison_tail(model, tmp_path):
+    """Push, claim, clear and re-check made seq_cst, the claim's failure order
+    left relaxed as shipped: still allowed.  So the smallest fix is the two
+    fences of wakeup_recheck_sb_fixed.litmus, not a change of orders."""
+    src = (LITMUS / "wakeup_recheck_sb_comparison.litmus").read_text()
+    out = []
+    for line in src.splitlines(keepends=True):
+        if any(f"[litmus:wakeup.{t}]" in line for t in ("push", "claim", "clear", "recheck")):
+            # the first order of each line: the claim's failure order stays relaxed
+            line = re.sub(r"memory_order_(release|acquire|acq_rel)", "memory_order_seq_cst", line, 1)
+        out.append(line)
+    p = tmp_path / "orders_only.litmus"
+    p.write_text("".join(out).replace("C wakeup_recheck_sb_comparison", "C orders_only"))
+    text = p.read_text()
+    assert text.count("memory_order_seq_cst") == 4 and "memory_order_relaxed" in text, text
+    r = herd7(p, model)
+    assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
+
+
 # ------------------------------------------------------------------ drift
 
 
