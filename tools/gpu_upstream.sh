@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# gpu_upstream.sh: the upstream findings' GPU session (issue: cuda-core
-# findings ready for upstream), in one command from the root of a checkout:
+# gpu_upstream.sh: the GPU session of the upstream findings (cuda-core
+# holes, notes/upstream/), in one command from the root of a checkout:
 #
 #   bash tools/gpu_upstream.sh          # $OUT: where the results go
 #
