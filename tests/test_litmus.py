@@ -399,7 +399,9 @@ def test_orders_alone_do_not_fix_the_comparison_tail(model, tmp_path):
     for line in src.splitlines(keepends=True):
         if any(f"[litmus:wakeup.{t}]" in line for t in ("push", "claim", "clear", "recheck")):
             # the first order of each line: the claim's failure order stays relaxed
-            line = re.sub(r"memory_order_(release|acquire|acq_rel)", "memory_order_seq_cst", line, 1)
+            line = re.sub(
+                r"memory_order_(release|acquire|acq_rel)", "memory_order_seq_cst", line, count=1
+            )
         out.append(line)
     p = tmp_path / "orders_only.litmus"
     p.write_text("".join(out).replace("C wakeup_recheck_sb_comparison", "C orders_only"))

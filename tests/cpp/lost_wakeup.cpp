@@ -258,7 +258,8 @@ int main(int argc, char** argv) {
       want_pin = false;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--variant reference|seed|cuda-core-1.2|cuda-core-1.2-fixed|all] [--iterations N] "
+                   "usage: %s [--variant reference|seed|cuda-core-1.2|cuda-core-1.2-fixed|all] "
+                   "[--iterations N] "
                    "[--stop-at-first] [--json PATH] [--no-pin]\n",
                    argv[0]);
       return 2;
@@ -280,8 +281,9 @@ int main(int argc, char** argv) {
   go(dc::SeedPolicy{});
   go(dc::ReferencePolicy{});
   if (results.empty()) {
-    std::fprintf(stderr, "unknown variant '%s' (reference, seed, cuda-core-1.2, cuda-core-1.2-fixed, all)\n",
-                 variant.c_str());
+    std::fprintf(
+        stderr, "unknown variant '%s' (reference, seed, cuda-core-1.2, cuda-core-1.2-fixed, all)\n",
+        variant.c_str());
     return 2;
   }
 

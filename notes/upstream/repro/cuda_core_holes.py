@@ -226,7 +226,11 @@ def cpp_shape(iterations: int, workdir: Path) -> dict:
         check=True,
     )
     insns = disassemble(exe)
-    res = {"compiler": subprocess.run([gxx, "--version"], capture_output=True, text=True).stdout.split("\n")[0]}
+    res = {
+        "compiler": subprocess.run([gxx, "--version"], capture_output=True, text=True).stdout.split(
+            "\n"
+        )[0]
+    }
     # The harness's drain uses a global object: its tail is `movb $0,X(%rip)`
     # then `mov Y(%rip),%r`; report the store/load pair as the wheel's is.
     sym = subprocess.run(["nm", "-C", str(exe)], capture_output=True, text=True).stdout
@@ -241,7 +245,9 @@ def cpp_shape(iterations: int, workdir: Path) -> dict:
                     shape = [f"{a:#x}: {s}" for a, s in body[k : k + 2]]
                     if "scheduled" in body[k][1] or body[k][1].startswith(("movb", "xchg %al")):
                         break
-        r = subprocess.run([str(exe), mode, str(iterations)], capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [str(exe), mode, str(iterations)], capture_output=True, text=True, timeout=300
+        )
         line = r.stdout.strip()
         kv = dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
         res[mode] = {
@@ -361,8 +367,13 @@ def run_child(kind: str, arg: str, timeout: float) -> dict:
         lines = log.read().decode(errors="replace").splitlines()
     made = next((int(x.split()[1]) for x in lines if x.startswith("made ")), 0)
     rel = [x for x in lines if x.startswith("released ")]
-    return {"rc": p.returncode, "made": made, "released": len(rel), "lines": lines,
-            "output_tail": out.decode(errors="replace")[-2000:]}
+    return {
+        "rc": p.returncode,
+        "made": made,
+        "released": len(rel),
+        "lines": lines,
+        "output_tail": out.decode(errors="replace")[-2000:],
+    }
 
 
 def gpu_available() -> str | None:
@@ -407,11 +418,20 @@ def main() -> int:
         "schema": 1,
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "python": platform.python_version(),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
-                    "cpu": next((ln.split(":", 1)[1].strip() for ln in
-                                 Path("/proc/cpuinfo").read_text().splitlines()
-                                 if ln.startswith("model name")), "?")
-                    if Path("/proc/cpuinfo").exists() else "?"},
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "cpu": next(
+                (
+                    ln.split(":", 1)[1].strip()
+                    for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                    if ln.startswith("model name")
+                ),
+                "?",
+            )
+            if Path("/proc/cpuinfo").exists()
+            else "?",
+        },
         "cuda_core": {"version": core_version(core), "path": str(core)},
         "script_sha256": sha256(Path(__file__).resolve()),
         "sb_shape_sha256": sha256(HERE / "sb_shape.cpp"),
@@ -423,7 +443,9 @@ def main() -> int:
     res["static"] = st
     tails = sum(len(v["drain_tails"]) for v in st.values())
     cta = sum(len(v["check_then_act"]) for v in st.values())
-    atexit_any = any(v["imports"]["Py_AtExit"] or v["imports"]["PyUnstable_AtExit"] for v in st.values())
+    atexit_any = any(
+        v["imports"]["Py_AtExit"] or v["imports"]["PyUnstable_AtExit"] for v in st.values()
+    )
 
     # -- store buffering: C++ shape, then the wheel on the GPU
     with tempfile.TemporaryDirectory() as td:
@@ -437,15 +459,21 @@ def main() -> int:
     shape_txt = (
         f"C++ shape lost {cs['shipped']['lost']}/{cs['shipped']['iterations']}, "
         f"fixed {cs['fixed']['lost']}/{cs['fixed']['iterations']}"
-        if "shipped" in cs else f"C++ shape skipped ({cs.get('skipped')})"
+        if "shipped" in cs
+        else f"C++ shape skipped ({cs.get('skipped')})"
     )
     if why_no_gpu is None:
         h = run_child("hunt", str(a.e_seconds), a.e_seconds + 60)
         i_set = h["lines"].index("settled") if "settled" in h["lines"] else len(h["lines"])
         before = sum(1 for x in h["lines"][:i_set] if x.startswith("released "))
-        h_fig = {"rc": h["rc"], "payloads": h["made"], "released_before_settle_end": before,
-                 "stranded_after_1s": h["made"] - before, "released_total": h["released"],
-                 "output_tail": h["output_tail"] if h["rc"] else ""}
+        h_fig = {
+            "rc": h["rc"],
+            "payloads": h["made"],
+            "released_before_settle_end": before,
+            "stranded_after_1s": h["made"] - before,
+            "released_total": h["released"],
+            "output_tail": h["output_tail"] if h["rc"] else "",
+        }
         res["hunt"] = h_fig
         wheel_txt = f"wheel stranded {h_fig['stranded_after_1s']} of {h['made']} payloads"
     else:
@@ -465,12 +493,18 @@ def main() -> int:
         runs = [run_child("exit", "", 30) for _ in range(a.x_runs)]
         made = sum(r["made"] for r in runs)
         rel = sum(r["released"] for r in runs)
-        res["exit"] = {"runs": len(runs), "payloads": made, "released": rel,
-                       "per_run": [[r["rc"], r["made"], r["released"]] for r in runs],
-                       "output_tail": next((r["output_tail"] for r in runs if r["rc"]), "")}
+        res["exit"] = {
+            "runs": len(runs),
+            "payloads": made,
+            "released": rel,
+            "per_run": [[r["rc"], r["made"], r["released"]] for r in runs],
+            "output_tail": next((r["output_tail"] for r in runs if r["rc"]), ""),
+        }
         v = "reproduced" if rel < made else "not reproduced"
-        lines.append(f"exit-release: {v} (released {rel} of {made} payloads in {len(runs)} runs; "
-                     f"Py_AtExit imported: {atexit_any})")
+        lines.append(
+            f"exit-release: {v} (released {rel} of {made} payloads in {len(runs)} runs; "
+            f"Py_AtExit imported: {atexit_any})"
+        )
     else:
         res["exit"] = {"skipped": why_no_gpu}
         lines.append(f"exit-release: skipped ({why_no_gpu}); Py_AtExit imported: {atexit_any}")
@@ -488,8 +522,10 @@ def main() -> int:
             "output_tail": bad[0]["output_tail"] if bad else "",
         }
         v = "reproduced" if bad else "not reproduced"
-        lines.append(f"finalization: {v} ({len(bad)} abnormal exits in {len(runs)} runs, "
-                     f"CPython {platform.python_version()}; check-then-act sites in binary: {cta})")
+        lines.append(
+            f"finalization: {v} ({len(bad)} abnormal exits in {len(runs)} runs, "
+            f"CPython {platform.python_version()}; check-then-act sites in binary: {cta})"
+        )
     else:
         res["finalization"] = {"skipped": why_no_gpu}
         lines.append(f"finalization: skipped ({why_no_gpu}); check-then-act sites in binary: {cta}")

@@ -42,13 +42,20 @@ struct Item {
 
 template <bool Fixed>
 struct Orders {
-  static constexpr std::memory_order push = Fixed ? std::memory_order_seq_cst : std::memory_order_release;
-  static constexpr std::memory_order check = Fixed ? std::memory_order_seq_cst : std::memory_order_acquire;
-  static constexpr std::memory_order claim = Fixed ? std::memory_order_seq_cst : std::memory_order_acq_rel;
-  static constexpr std::memory_order claim_fail = Fixed ? std::memory_order_seq_cst : std::memory_order_relaxed;
-  static constexpr std::memory_order take = Fixed ? std::memory_order_seq_cst : std::memory_order_acquire;
-  static constexpr std::memory_order clear = Fixed ? std::memory_order_seq_cst : std::memory_order_release;
-  static constexpr std::memory_order recheck = Fixed ? std::memory_order_seq_cst : std::memory_order_acquire;
+  static constexpr std::memory_order push =
+      Fixed ? std::memory_order_seq_cst : std::memory_order_release;
+  static constexpr std::memory_order check =
+      Fixed ? std::memory_order_seq_cst : std::memory_order_acquire;
+  static constexpr std::memory_order claim =
+      Fixed ? std::memory_order_seq_cst : std::memory_order_acq_rel;
+  static constexpr std::memory_order claim_fail =
+      Fixed ? std::memory_order_seq_cst : std::memory_order_relaxed;
+  static constexpr std::memory_order take =
+      Fixed ? std::memory_order_seq_cst : std::memory_order_acquire;
+  static constexpr std::memory_order clear =
+      Fixed ? std::memory_order_seq_cst : std::memory_order_release;
+  static constexpr std::memory_order recheck =
+      Fixed ? std::memory_order_seq_cst : std::memory_order_acquire;
 };
 
 alignas(64) std::atomic<Item*> g_head{nullptr};
@@ -124,7 +131,8 @@ int run(unsigned long n) {
     for (int c = 0; c < CPU_SETSIZE && k < 2; ++c)
       if (CPU_ISSET(c, &mine)) cpus[k++] = c;
   }
-  const bool pinned = k == 2 && pin(pthread_self(), cpus[0]) && pin(consumer.native_handle(), cpus[1]);
+  const bool pinned =
+      k == 2 && pin(pthread_self(), cpus[0]) && pin(consumer.native_handle(), cpus[1]);
   Item item;
   unsigned long lost = 0;
   for (unsigned long i = 0; i < n; ++i) {
@@ -137,8 +145,10 @@ int run(unsigned long n) {
       }
       spins = 2000;
       std::this_thread::yield();
-      const bool idle = g_pending.load(std::memory_order_seq_cst) == 0 && !g_busy.load(std::memory_order_seq_cst);
-      if (idle && g_cleaned.load(std::memory_order_seq_cst) == i && g_head.load(std::memory_order_seq_cst) != nullptr &&
+      const bool idle =
+          g_pending.load(std::memory_order_seq_cst) == 0 && !g_busy.load(std::memory_order_seq_cst);
+      if (idle && g_cleaned.load(std::memory_order_seq_cst) == i &&
+          g_head.load(std::memory_order_seq_cst) != nullptr &&
           !g_scheduled.load(std::memory_order_seq_cst)) {
         ++lost;  // stuck: nobody will drain this item
         schedule<F>();
@@ -147,8 +157,8 @@ int run(unsigned long n) {
   }
   g_stop.store(true, std::memory_order_release);
   consumer.join();
-  std::printf("sb_shape: mode=%s iterations=%lu lost=%lu pinned=%s\n", F ? "fixed" : "shipped", n, lost,
-              pinned ? "yes" : "no");
+  std::printf("sb_shape: mode=%s iterations=%lu lost=%lu pinned=%s\n", F ? "fixed" : "shipped", n,
+              lost, pinned ? "yes" : "no");
   return 0;
 }
 

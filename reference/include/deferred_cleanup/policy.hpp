@@ -265,7 +265,7 @@ struct CudaCore12Policy {
 /// commit 08f74293 (the shipped orders); C++20 [atomics.fences] for the
 /// fences.
 struct CudaCore12FixedPolicy {
-  static constexpr Variant variant = Variant::cuda_core_1_2;   ///< shape of cuda-core-1.2
+  static constexpr Variant variant = Variant::cuda_core_1_2;  ///< shape of cuda-core-1.2
   static constexpr const char* name = "cuda-core-1.2-fixed";  ///< lost_wakeup's --variant
 
   /// As shipped.
