@@ -240,6 +240,24 @@ struct CudaCore12Policy {
   static constexpr bool close_at_py_atexit = false;  ///< a Py_AtExit callback stops accepting_
 };
 
+/// The variant's name as DEFERRED_CLEANUP_VARIANT spells it.
+///
+/// Thread: any.  Memory ordering: n/a.  Errors: none.
+/// Source: this project (the environment variable's values).
+/// @param v a variant
+/// @return "reference", "seed" or "cuda-core-1.2"
+constexpr const char* variant_name(Variant v) noexcept {
+  switch (v) {
+    case Variant::reference:
+      return ReferencePolicy::name;
+    case Variant::seed:
+      return SeedPolicy::name;
+    case Variant::cuda_core_1_2:
+      return CudaCore12Policy::name;
+  }
+  return "?";
+}
+
 /// cuda-core 1.2.0 as shipped plus the smallest fix of its lost wakeup: one
 /// seq_cst fence on each side of the store-buffering pair, and nothing else.
 ///
@@ -315,6 +333,7 @@ struct CudaCore12FixedPolicy {
 ///
 /// Thread: a constant.  Memory ordering: n/a.  Errors: n/a.
 /// Source: this project (CudaCore12FixedPolicy).
+/// @return P::sb_fences, or false when P has no such member
 template <class P>
 consteval bool sb_fences_of() {
   if constexpr (requires { P::sb_fences; }) {
@@ -322,24 +341,6 @@ consteval bool sb_fences_of() {
   } else {
     return false;
   }
-}
-
-/// The variant's name as DEFERRED_CLEANUP_VARIANT spells it.
-///
-/// Thread: any.  Memory ordering: n/a.  Errors: none.
-/// Source: this project (the environment variable's values).
-/// @param v a variant
-/// @return "reference", "seed" or "cuda-core-1.2"
-constexpr const char* variant_name(Variant v) noexcept {
-  switch (v) {
-    case Variant::reference:
-      return ReferencePolicy::name;
-    case Variant::seed:
-      return SeedPolicy::name;
-    case Variant::cuda_core_1_2:
-      return CudaCore12Policy::name;
-  }
-  return "?";
 }
 
 }  // namespace deferred_cleanup
