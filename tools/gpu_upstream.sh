@@ -8,7 +8,8 @@
 # CPython 3.12.3, cuda-core 1.2.0 system-wide), g++ (C++20), objdump, nm.
 # No network, no Google Test or Google Benchmark, nothing of this project
 # installed.  Without a GPU the GPU parts of the reproducer skip with their
-# reason and the rest still runs.  About 4 minutes on the H200 host.
+# reason and the rest still runs.  At most 270 s for the reproducer and 180 s
+# for lost_wakeup (timeouts), about 4 minutes in all on the H200 host.
 #
 # Writes at most 6 files into $OUT:
 #   session.log        this script's output
@@ -56,16 +57,16 @@ say "machine"
 cat "$OUT/machine.txt"
 
 say "reproducer (notes/upstream/repro/cuda_core_holes.py)"
-timeout 420 python3 notes/upstream/repro/cuda_core_holes.py --json "$OUT/repro.json" \
+timeout 270 python3 notes/upstream/repro/cuda_core_holes.py --json "$OUT/repro.json" \
   --sb-iterations "${UP_SB_ITER:-2000000}" --x-runs "${UP_X_RUNS:-10}" \
-  --fin-runs "${UP_FIN_RUNS:-30}" --e-seconds "${UP_E_SECONDS:-8}"
+  --fin-runs "${UP_FIN_RUNS:-30}" --e-seconds "${UP_E_SECONDS:-8}" --budget-s 240
 say "reproducer: exit $?"
 
 say "lost_wakeup, every variant (tests/cpp/lost_wakeup.cpp, g++ -O2)"
 B=$(mktemp -d)
 if g++ -O2 -std=c++20 -Wall -Wextra -pthread -I "$INC" -I tests/cpp tests/cpp/lost_wakeup.cpp \
   -o "$B/lost_wakeup"; then
-  timeout 300 "$B/lost_wakeup" --variant all --iterations "${UP_LW_ITER:-2000000}" \
+  timeout 180 "$B/lost_wakeup" --variant all --iterations "${UP_LW_ITER:-2000000}" \
     --json "$OUT/lost-wakeup.json"
   say "lost_wakeup: exit $?"
   {

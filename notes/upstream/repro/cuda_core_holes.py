@@ -292,11 +292,17 @@ def child_main(kind: str, arg: str) -> int:
     stream.sync()
     ptr = int(buf.handle)
     made = 0
+    try:  # the kernel's u64 argument: numpy's type where numpy is installed
+        import numpy as np
+
+        u64 = np.uint64
+    except ImportError:
+        u64 = ctypes.c_uint64
 
     def graph(n: int, spin_ns: int):
         nonlocal made
         g = GraphDefinition()
-        first = g.launch(config, kernel, ctypes.c_uint64(spin_ns)) if spin_ns else g
+        first = g.launch(config, kernel, u64(spin_ns)) if spin_ns else g
         for _ in range(n):
             first.memset(ptr + (made % 4096), 0, 1, dst_owner=Payload(made))
             made += 1
@@ -358,9 +364,11 @@ def run_child(kind: str, arg: str, timeout: float) -> dict:
             env=env,
             preexec_fn=lambda: os.dup2(log.fileno(), 3),
         )
+        timed_out = False
         try:
-            out, _ = p.communicate(timeout=timeout)
+            out, _ = p.communicate(timeout=max(1.0, timeout))
         except subprocess.TimeoutExpired:
+            timed_out = True
             p.kill()
             out, _ = p.communicate()
         log.seek(0)
@@ -368,6 +376,7 @@ def run_child(kind: str, arg: str, timeout: float) -> dict:
     made = next((int(x.split()[1]) for x in lines if x.startswith("made ")), 0)
     rel = [x for x in lines if x.startswith("released ")]
     return {
+        "timed_out": timed_out,
         "rc": p.returncode,
         "made": made,
         "released": len(rel),
@@ -405,10 +414,22 @@ def main() -> int:
     ap.add_argument("--fin-runs", type=int, default=30)
     ap.add_argument("--e-seconds", type=float, default=8.0)
     ap.add_argument("--sb-iterations", type=int, default=2_000_000)
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=1e9,
+        help="wall-clock budget (s): GPU runs that would start after it are left out",
+    )
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         return child_main(*a.child)
+
+    t_start = time.monotonic()
+
+    def left() -> float:
+        """Seconds left of --budget-s."""
+        return a.budget_s - (time.monotonic() - t_start)
 
     core = find_site(a.site)
     if core is None or not core.is_dir():
@@ -463,7 +484,7 @@ def main() -> int:
         else f"C++ shape skipped ({cs.get('skipped')})"
     )
     if why_no_gpu is None:
-        h = run_child("hunt", str(a.e_seconds), a.e_seconds + 60)
+        h = run_child("hunt", str(a.e_seconds), min(a.e_seconds + 60, left()))
         i_set = h["lines"].index("settled") if "settled" in h["lines"] else len(h["lines"])
         before = sum(1 for x in h["lines"][:i_set] if x.startswith("released "))
         h_fig = {
@@ -476,6 +497,9 @@ def main() -> int:
         }
         res["hunt"] = h_fig
         wheel_txt = f"wheel stranded {h_fig['stranded_after_1s']} of {h['made']} payloads"
+        if h["rc"] != 0:  # a crashed or killed hunt proves nothing either way
+            wheel_txt += f" (hunt exited {h['rc']}, not counted)"
+            h_fig["stranded_after_1s"] = 0
     else:
         res["hunt"] = {"skipped": why_no_gpu}
         wheel_txt = f"wheel hunt skipped ({why_no_gpu})"
@@ -490,19 +514,23 @@ def main() -> int:
 
     # -- exit release (scenario X)
     if why_no_gpu is None:
-        runs = [run_child("exit", "", 30) for _ in range(a.x_runs)]
-        made = sum(r["made"] for r in runs)
-        rel = sum(r["released"] for r in runs)
+        runs = [run_child("exit", "", min(30, left())) for _ in range(a.x_runs) if left() > 15]
+        ok = [r for r in runs if r["rc"] == 0]  # a crash or a timeout is counted apart
+        made = sum(r["made"] for r in ok)
+        rel = sum(r["released"] for r in ok)
         res["exit"] = {
             "runs": len(runs),
+            "runs_exit_0": len(ok),
+            "timed_out": sum(r["timed_out"] for r in runs),
             "payloads": made,
             "released": rel,
             "per_run": [[r["rc"], r["made"], r["released"]] for r in runs],
             "output_tail": next((r["output_tail"] for r in runs if r["rc"]), ""),
         }
-        v = "reproduced" if rel < made else "not reproduced"
+        v = "reproduced" if rel < made else "not reproduced" if ok else "no run exited 0"
         lines.append(
-            f"exit-release: {v} (released {rel} of {made} payloads in {len(runs)} runs; "
+            f"exit-release: {v} (released {rel} of {made} payloads in {len(ok)} runs that "
+            f"exited 0, of {len(runs)}; "
             f"Py_AtExit imported: {atexit_any})"
         )
     else:
@@ -511,11 +539,16 @@ def main() -> int:
 
     # -- finalization (check-then-act)
     if why_no_gpu is None:
-        runs = [run_child("fin", str(k * 997 % 2000), 30) for k in range(a.fin_runs)]
-        bad = [r for r in runs if r["rc"] != 0]
+        runs = [
+            run_child("fin", str(k * 997 % 2000), min(30, left()))
+            for k in range(a.fin_runs)
+            if left() > 15
+        ]
+        bad = [r for r in runs if r["rc"] != 0 and not r["timed_out"]]
         res["finalization"] = {
             "runs": len(runs),
             "abnormal_exits": len(bad),
+            "timed_out": sum(r["timed_out"] for r in runs),
             "exit_codes": sorted({r["rc"] for r in runs}),
             "payloads": sum(r["made"] for r in runs),
             "released": sum(r["released"] for r in runs),
