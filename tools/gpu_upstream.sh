@@ -71,8 +71,9 @@ if g++ -O2 -std=c++20 -Wall -Wextra -pthread -I "$INC" -I tests/cpp tests/cpp/lo
   say "lost_wakeup: exit $?"
   {
     for v in CudaCore12Policy CudaCore12FixedPolicy; do
-      sym=$(nm -C "$B/lost_wakeup" | awk -v v="$v" '$0 ~ "pending_call<deferred_cleanup::" v ">" {print $1; exit}')
-      echo "## drain: int deferred_cleanup::pending_call<deferred_cleanup::$v>(void*) at 0x$sym"
+      # any namespace of the policy (deferred_cleanup:: or a nested one)
+      sym=$(nm -C "$B/lost_wakeup" | awk -v v="$v" '$0 ~ "pending_call<[a-z_:]*::" v ">" {print $1; exit}')
+      echo "## drain: pending_call<...::$v>(void*) at 0x$sym"
       [ -n "$sym" ] && objdump -d --no-show-raw-insn "$B/lost_wakeup" --start-address=$((16#$sym)) \
         --stop-address=$((16#$sym + 512)) | grep -E '^ +[0-9a-f]+:' | sed -n '1,/ret/p'
     done
