@@ -73,10 +73,11 @@ FILES = {
     "wakeup_recheck_sb_comparison": (COMPARISON, "Sometimes", 8),
     # The same shape with both fences: all 8 combinations but the bad one.
     "wakeup_recheck_sb_fixed": ((FIXED,), "Never", 7),
-    "gate_sb_reference": (("ReferencePolicy",), "Never", 3),
+    # The reference's gate, also the minimal finalization fix of cuda-core.
+    "gate_sb_reference": (("ReferencePolicy", FIXED), "Never", 3),
     "gate_sb_acqrel": ((), "Sometimes", 4),
     "gate_window_comparison": (COMPARISON, "Sometimes", 4),
-    "gate_exit_mp_reference": (("ReferencePolicy",), "Never", 3),
+    "gate_exit_mp_reference": (("ReferencePolicy", FIXED), "Never", 3),
     "gate_exit_mp_relaxed": ((), "Sometimes", 4),
 }
 # Each negative control and the reference file it weakens.
@@ -435,14 +436,20 @@ def test_every_policy_has_tagged_orders():
     }
     for name in COMPARISON:
         assert set(pol[name]) == wakeup | {"wakeup.recheck", "gate.check", "gate.close"}, name
-    assert set(pol[FIXED]) == wakeup | {"wakeup.recheck"}
+    gate = {"gate.enter", "gate.check", "gate.close", "gate.wait"}
+    assert set(pol[FIXED]) == wakeup | {"wakeup.recheck"} | gate
 
 
 def test_fixed_policy_keeps_the_shipped_orders():
-    """The fix changes no order: its tagged constants are cuda-core 1.2.0's."""
+    """The store-buffering fix changes no order: the fixed policy's wakeup
+    constants are cuda-core 1.2.0's; its gate (the finalization fix) has the
+    reference's gate orders, seq_cst on all four."""
     pol = policy_orders()
     cuda = {t: v["order"] for t, v in pol["CudaCore12Policy"].items() if t.startswith("wakeup.")}
-    assert {t: v["order"] for t, v in pol[FIXED].items()} == cuda
+    fixed = {t: v["order"] for t, v in pol[FIXED].items()}
+    assert {t: o for t, o in fixed.items() if t.startswith("wakeup.")} == cuda
+    ref = {t: v["order"] for t, v in pol["ReferencePolicy"].items() if t.startswith("gate.")}
+    assert {t: o for t, o in fixed.items() if t.startswith("gate.")} == ref
 
 
 def test_fixed_fences_are_in_the_headers_and_the_litmus_file():

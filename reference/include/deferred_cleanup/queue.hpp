@@ -356,7 +356,7 @@ class BasicQueue {
   /// Source: this project (docs/design/shutdown).
   /// @return true if the producer is inside the gate and may call the host
   bool gate_enter() noexcept {
-    static_assert(P::gate, "only the reference has an in-flight gate");
+    static_assert(P::gate, "only the reference and cuda-core-1.2-fixed have an in-flight gate");
     // Announces us to shutdown's in_flight() read (gate.enter).
     in_flight_.fetch_add(1, P::gate_enter);
     if (accepting()) {
@@ -419,7 +419,7 @@ class BasicQueue {
   /// Source: this project (docs/design/shutdown).
   /// @return producers between gate_enter() and gate_leave()
   std::uint32_t in_flight() const noexcept {
-    static_assert(P::gate, "only the reference has an in-flight gate");
+    static_assert(P::gate, "only the reference and cuda-core-1.2-fixed have an in-flight gate");
     // Synchronizes with gate_leave()'s release (gate.wait; litmus-mp).
     return in_flight_.load(P::gate_wait);
   }
@@ -551,5 +551,11 @@ using SeedQueue = BasicQueue<SeedPolicy>;
 /// Thread: see BasicQueue.  Memory ordering: CudaCore12Policy's constants.
 /// Errors: none.  Source: policy.hpp.
 using CudaCore12Queue = BasicQueue<CudaCore12Policy>;
+/// The queue of the cuda-core-1.2-fixed variant (the wheel plus the minimal
+/// fixes of its three holes).
+///
+/// Thread: see BasicQueue.  Memory ordering: CudaCore12FixedPolicy's
+/// constants and fences.  Errors: none.  Source: policy.hpp.
+using CudaCore12FixedQueue = BasicQueue<CudaCore12FixedPolicy>;
 
 }  // namespace deferred_cleanup
