@@ -8,7 +8,8 @@ and a Markdown table generated from it::
 
     python3 tools/gpu_compare.py --out DIR \\
         [--cuda-core LABEL=PATH ...]  # PATH '' or 'env': the interpreter's own cuda-core
-        [--ours VARIANT ...]  # DEFERRED_CLEANUP_VARIANT values (reference, cuda-core-1.2, cuda-core-1.2-fixed, seed)
+        [--ours VARIANT ...]  # DEFERRED_CLEANUP_VARIANT values (reference, cuda-core-1.2,
+        #                     cuda-core-1.2-fixed, seed)
         [--scenarios A,B,C,D,E] [--budget-s 480] [--e-seconds 24]
     python3 tools/gpu_compare.py --render DIR/gpu-compare.json  # the table, from the JSON alone
 

@@ -333,17 +333,17 @@ struct CudaCore12FixedPolicy {
   /// As shipped; a seq_cst fence precedes it (sb_fences).
   /// [litmus:wakeup.recheck]
   static constexpr std::memory_order recheck = std::memory_order_acquire;
-  /// The gate fix: the in-flight increment, in S before the accepting_ check.
   /// [litmus:gate.enter]
+  /// The gate fix: the in-flight increment, in S before the accepting_ check.
   static constexpr std::memory_order gate_enter = std::memory_order_seq_cst;
-  /// The gate fix: seq_cst (shipped: acquire), in S after gate_enter.
   /// [litmus:gate.check]
+  /// The gate fix: seq_cst (shipped: acquire), in S after gate_enter.
   static constexpr std::memory_order gate_check = std::memory_order_seq_cst;
-  /// The gate fix: seq_cst (shipped: release), in S before gate_wait.
   /// [litmus:gate.close]
+  /// The gate fix: seq_cst (shipped: release), in S before gate_wait.
   static constexpr std::memory_order gate_close = std::memory_order_seq_cst;
-  /// The gate fix: the exit hook's read of in_flight_.
   /// [litmus:gate.wait]
+  /// The gate fix: the exit hook's read of in_flight_.
   static constexpr std::memory_order gate_wait = std::memory_order_seq_cst;
 
   /// The store-buffering fix: a seq_cst fence before the claim and before

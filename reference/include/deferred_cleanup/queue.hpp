@@ -409,7 +409,8 @@ class BasicQueue {
   }
   // [end-doc:gate]
 
-  /// Number of producers inside the gate, as read by the shutdown wait loop.
+  /// Number of producers inside the gate, as read by the shutdown wait loop;
+  /// always 0 for a policy without a gate.
   ///
   /// Thread: the shutdown path.  Never blocks.
   /// Memory ordering: P::gate_wait (seq_cst): synchronizes with each
@@ -419,9 +420,12 @@ class BasicQueue {
   /// Source: this project (docs/design/shutdown).
   /// @return producers between gate_enter() and gate_leave()
   std::uint32_t in_flight() const noexcept {
-    static_assert(P::gate, "only the reference and cuda-core-1.2-fixed have an in-flight gate");
-    // Synchronizes with gate_leave()'s release (gate.wait; litmus-mp).
-    return in_flight_.load(P::gate_wait);
+    if constexpr (!P::gate) {
+      return 0;  // no gate: nothing to wait out (shutdown.hpp, wait_gate)
+    } else {
+      // Synchronizes with gate_leave()'s release (gate.wait; litmus-mp).
+      return in_flight_.load(P::gate_wait);
+    }
   }
 
   /// Whether the host may still run cleanups.

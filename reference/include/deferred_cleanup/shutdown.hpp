@@ -167,15 +167,10 @@ ShutdownOutcome shutdown_at_exit(BasicQueue<P>& q,
                                  std::chrono::nanoseconds gate_bound = kDefaultGateBound) noexcept {
   static_assert(exit_release_of<P>(), "only the reference and cuda-core-1.2-fixed exit so");
   ShutdownOutcome out;
-  q.close();  // 1. no new host calls
-  if constexpr (P::gate) {
-    out.gate_clear = wait_gate(q, gate_bound, out.waited_us);  // 2. wait those in flight
-    if (!out.gate_clear) {
-      q.stats.gate_timeouts.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    }
-  } else {
-    (void)gate_bound;  // no gate to wait out (a mutant of cuda-core-1.2-fixed only)
-    out.gate_clear = true;
+  q.close();                                                 // 1. no new host calls
+  out.gate_clear = wait_gate(q, gate_bound, out.waited_us);  // 2. wait those in flight
+  if (!out.gate_clear) {
+    q.stats.gate_timeouts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
   out.final_drained = drain_all(q);  // 3. interpreter still alive
   return out;                        // 4. the host's: mark_host_dead() once CPython is finalizing
