@@ -23,6 +23,7 @@ import threading
 
 import pytest
 
+from conftest import LOAD
 from deferred_cleanup import _ATEXIT_RUNS_LIVE_LIST
 
 RUNS_LAST_LINE = 20
@@ -198,6 +199,44 @@ def test_exit_wait_s_is_honoured_in_seconds(scenario, wait_s, released):
         assert s["cleanups_on_main"] == n and s["cleanups_after_shutdown"] == 0, s
     else:
         assert s["cleaned"] == 0 and s["exit_destructors_not_run"] == n, s
+
+
+@pytest.mark.parametrize("variant", ["cuda-core-1.2", "cuda-core-1.2-fixed"])
+def test_cuda_core_exit_hole_and_its_minimal_fix(scenario, variant):
+    """cuda-core 1.2's exit hole and its minimal fix (policy.hpp,
+    CudaCore12FixedPolicy::exit_release): the destructors of a graph
+    destroyed before the script's last line become due 2 s (times the
+    machine's load factor) after it.  The
+    fixed variant's atexit-phase hook waits for them (exit wait 30 s, a hang
+    guard only) and releases every payload on the main thread while the
+    interpreter is alive; cuda-core-1.2 has no exit wait, so CPython has
+    finalized long before (the delay is the margin) and releases none.
+    Neither touches a payload or calls CPython after finalization."""
+    n = 200
+    # The delay scales with the machine (conftest.LOAD): on a loaded machine CPython
+    # still finalizes long before it; the exit wait (30 s) is a hang guard only.
+    delay_s = 2.0 * LOAD
+    out = scenario(
+        "exit_wait_late_destructor", str(n), str(30 + delay_s), str(delay_s), variant=variant,
+        timeout_s=120 + 2 * delay_s,
+    )
+    assert out["rc"] == 0, out["stderr"]
+    assert out["result"]["created"] == n and out["result"]["held"] == n, out["result"]
+    s = out["at_exit"]
+    assert s is not None, out["stderr"]
+    assert s["variant"] == variant, s
+    assert s["cleanups_after_shutdown"] == 0 and s["host_calls_after_teardown"] == 0, s
+    if variant == "cuda-core-1.2-fixed":
+        assert s["exit_hook_ran"] is True, s
+        assert s["cleaned"] == n and s["cleanups_on_main"] == n, (
+            f"the exit fix releases every payload on the main thread: {s}"
+        )
+        assert s["exit_destructors_not_run"] == 0 and s["leaked_at_shutdown"] == 0, s
+    else:
+        assert s["exit_hook_ran"] is False, s
+        assert s["cleaned"] == 0, (
+            f"cuda-core-1.2 has no exit wait: nothing is released after the last line: {s}"
+        )
 
 
 @pytest.mark.test_hooks

@@ -269,7 +269,7 @@ sys.exit(g.child("ours", "X", sys.argv[2], 1.0, sys.argv[3]))
 """
 
 
-@pytest.mark.parametrize("variant", ["reference", "cuda-core-1.2"])
+@pytest.mark.parametrize("variant", ["reference", "cuda-core-1.2", "cuda-core-1.2-fixed"])
 def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_path, variant):
     """Scenario X's child on the simulated driver: the graphs are destroyed on
     the last line, so every release the __del__ observer logs comes after the
@@ -314,6 +314,11 @@ def test_exit_observer_and_pending_call_counter_see_releases_at_exit(tool, tmp_p
         # call it added ran, whatever the scheduling.
         assert fig["calls_ran"] == fig["calls_added"], fig
         assert fig["added_on_main_in_drain"] == 0, fig  # clear-then-take never reschedules
+    elif variant == "cuda-core-1.2-fixed":
+        # Its exit fix (policy.hpp, exit_release) waits for the destructors
+        # as the reference's does: all 200, every run, on the main thread
+        # (in a pending call or in the exit hook's own drains).
+        assert fig["released_at_exit"] == 200, fig
     else:
         # No exit wait: whether the destructor threads beat finalization is a
         # race (as for the wheel), but whatever is released at exit was

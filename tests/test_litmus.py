@@ -51,8 +51,12 @@ HEADERS = REPO / "include" / "deferred_cleanup"
 # the partial-SC model of Batty, Donaldson, Wickerson (POPL 2016).
 MODELS = ["rc11.cat", "c11_partialSC.cat"]
 
-POLICIES = ("ReferencePolicy", "SeedPolicy", "CudaCore12Policy")
+POLICIES = ("ReferencePolicy", "SeedPolicy", "CudaCore12Policy", "CudaCore12FixedPolicy")
 COMPARISON = ("SeedPolicy", "CudaCore12Policy")
+# cuda-core 1.2.0's orders plus one seq_cst fence on each side of the drain
+# tail's store-buffering pair (notes/upstream/cuda-core-store-buffering.md).
+FIXED = "CudaCore12FixedPolicy"
+FENCE_RE = re.compile(r"atomic_thread_fence\(memory_order_seq_cst\); // fixed\.fence")
 
 # Every litmus file: the policies it models (empty: a control tied to no
 # policy), herd7's expected observation, and the number of distinct final
@@ -68,10 +72,13 @@ FILES = {
     # r1..r4: r1 = 0 only when the take got the item first (r3 = 1, r4 = 0),
     # and r3 = 1 leaves r4 = 0; r2 is free: 2 + 2 + 4 combinations.
     "wakeup_recheck_sb_comparison": (COMPARISON, "Sometimes", 8),
-    "gate_sb_reference": (("ReferencePolicy",), "Never", 3),
+    # The same shape with both fences: all 8 combinations but the bad one.
+    "wakeup_recheck_sb_fixed": ((FIXED,), "Never", 7),
+    # The reference's gate, also the minimal finalization fix of cuda-core.
+    "gate_sb_reference": (("ReferencePolicy", FIXED), "Never", 3),
     "gate_sb_acqrel": ((), "Sometimes", 4),
     "gate_window_comparison": (COMPARISON, "Sometimes", 4),
-    "gate_exit_mp_reference": (("ReferencePolicy",), "Never", 3),
+    "gate_exit_mp_reference": (("ReferencePolicy", FIXED), "Never", 3),
     "gate_exit_mp_relaxed": ((), "Sometimes", 4),
 }
 # Each negative control and the reference file it weakens.
@@ -395,6 +402,29 @@ def test_no_order_closes_the_comparison_window(model, tmp_path):
     assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
 
 
+@needs_herd7
+@pytest.mark.parametrize("model", MODELS)
+def test_orders_alone_do_not_fix_the_comparison_tail(model, tmp_path):
+    """Push, claim, clear and re-check made seq_cst, the claim's failure order
+    left relaxed as shipped: still allowed.  So the smallest fix is the two
+    fences of wakeup_recheck_sb_fixed.litmus, not a change of orders."""
+    src = (LITMUS / "wakeup_recheck_sb_comparison.litmus").read_text()
+    out = []
+    for line in src.splitlines(keepends=True):
+        if any(f"[litmus:wakeup.{t}]" in line for t in ("push", "claim", "clear", "recheck")):
+            # the first order of each line: the claim's failure order stays relaxed
+            line = re.sub(
+                r"memory_order_(release|acquire|acq_rel)", "memory_order_seq_cst", line, count=1
+            )
+        out.append(line)
+    p = tmp_path / "orders_only.litmus"
+    p.write_text("".join(out).replace("C wakeup_recheck_sb_comparison", "C orders_only"))
+    text = p.read_text()
+    assert text.count("memory_order_seq_cst") == 4 and "memory_order_relaxed" in text, text
+    r = herd7(p, model)
+    assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
+
+
 # ------------------------------------------------------------------ drift
 
 
@@ -419,6 +449,49 @@ def test_every_policy_has_tagged_orders():
     }
     for name in COMPARISON:
         assert set(pol[name]) == wakeup | {"wakeup.recheck", "gate.check", "gate.close"}, name
+    gate = {"gate.enter", "gate.check", "gate.close", "gate.wait"}
+    assert set(pol[FIXED]) == wakeup | {"wakeup.recheck"} | gate
+
+
+def test_fixed_policy_keeps_the_shipped_orders():
+    """The store-buffering fix changes no order: the fixed policy's wakeup
+    constants are cuda-core 1.2.0's; its gate (the finalization fix) has the
+    reference's gate orders, seq_cst on all four."""
+    pol = policy_orders()
+    cuda = {t: v["order"] for t, v in pol["CudaCore12Policy"].items() if t.startswith("wakeup.")}
+    fixed = {t: v["order"] for t, v in pol[FIXED].items()}
+    assert {t: o for t, o in fixed.items() if t.startswith("wakeup.")} == cuda
+    ref = {t: v["order"] for t, v in pol["ReferencePolicy"].items() if t.startswith("gate.")}
+    assert {t: o for t, o in fixed.items() if t.startswith("gate.")} == ref
+
+
+def test_fixed_fences_are_in_the_headers_and_the_litmus_file():
+    """Both fences of the fix are in queue.hpp (recheck() and claim(), after a
+    comment naming fixed.fence) and in the litmus file that proves it."""
+    lines = (HEADERS / "queue.hpp").read_text().splitlines()
+    hits = [i for i, line in enumerate(lines) if "(fixed.fence)" in line]
+    assert len(hits) == 2, hits
+    for i in hits:
+        assert lines[i + 1].strip() == "std::atomic_thread_fence(std::memory_order_seq_cst);", (
+            f"queue.hpp:{i + 2}: {lines[i + 1]}"
+        )
+    text = (LITMUS / "wakeup_recheck_sb_fixed.litmus").read_text()
+    assert len(FENCE_RE.findall(text)) == 2
+
+
+@needs_herd7
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("side", ["producer", "drain"])
+def test_fixed_needs_both_fences(model, side, tmp_path):
+    """With either fence of the fix removed, the lost wakeup is allowed again:
+    the minimal fix is two lines, not one."""
+    src = (LITMUS / "wakeup_recheck_sb_fixed.litmus").read_text()
+    line = f"  atomic_thread_fence(memory_order_seq_cst); // fixed.fence ({side})\n"
+    assert src.count(line) == 1
+    p = tmp_path / "wakeup_recheck_sb_fixed_one_fence.litmus"
+    p.write_text(src.replace(line, "").replace("C wakeup_recheck_sb_fixed", "C one_fence"))
+    r = herd7(p, model)
+    assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
 
 
 def test_litmus_files_match_the_policies():

@@ -16,6 +16,10 @@ is one lost wakeup; the program then recovers it and goes on.
   not show it; x86-TSO does).
 * ``reference`` (seq_cst clear before the take, seq_cst push and check) must
   lose none in 10**7 handoffs.
+* ``cuda-core-1.2-fixed`` (cuda-core-1.2's orders plus a seq_cst fence before
+  the re-check and one before the claim: CudaCore12FixedPolicy, the smallest
+  fix of the lost wakeup, notes/upstream/cuda-core-store-buffering.md) must
+  lose none in 10**7 handoffs either.
 
 Runs once per ``make test`` (marker ``hardware``), not per interpreter: the C++
 program does not involve Python.  ``make lost-wakeup`` runs the same program
@@ -58,7 +62,8 @@ def run(
     Args:
         binary (Path): the lost_wakeup executable.
         tmp_path (Path): where the JSON goes.
-        variant (str): ``reference``, ``seed`` or ``cuda-core-1.2``.
+        variant (str): ``reference``, ``seed``, ``cuda-core-1.2`` or
+            ``cuda-core-1.2-fixed``.
         stop_at_first (bool): stop at the first lost wakeup.
 
     Returns:
@@ -108,4 +113,16 @@ def test_reference_never_loses_a_wakeup(lost_wakeup, tmp_path):
     assert r["iterations"] == HANDOFFS
     assert r["lost"] == 0, (
         f"reference lost {r['lost']} wakeups in {HANDOFFS} handoffs on {data['cpu']}"
+    )
+
+
+@pytest.mark.timeout(600)
+def test_fixed_variant_never_loses_a_wakeup(lost_wakeup, tmp_path):
+    """The shipped drain tail with one seq_cst fence on each side: no stuck
+    state on this CPU, where cuda-core-1.2 loses wakeups
+    (test_comparison_variant_loses_a_wakeup)."""
+    r, data, wall = run(lost_wakeup, tmp_path, "cuda-core-1.2-fixed", stop_at_first=False)
+    assert r["iterations"] == HANDOFFS
+    assert r["lost"] == 0, (
+        f"cuda-core-1.2-fixed lost {r['lost']} wakeups in {HANDOFFS} handoffs on {data['cpu']}"
     )

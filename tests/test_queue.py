@@ -49,5 +49,6 @@ def test_bad_variant_is_rejected_at_import():
     )
     assert p.returncode != 0
     assert (
-        "DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2'" in p.stderr
+        "DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2', "
+        "'cuda-core-1.2-fixed'" in p.stderr
     )

@@ -63,6 +63,26 @@ def test_reference_waits_out_a_producer_held_in_the_gate(scenario):
 
 
 @pytest.mark.test_hooks
+def test_cuda_core_fixed_waits_out_a_producer_held_after_its_finalizing_check(scenario):
+    """cuda-core-1.2-fixed's finalization fix (policy.hpp,
+    CudaCore12FixedPolicy::gate): a destructor callback held for 300 ms
+    after the shipped `!Py_IsInitialized() || finalizing` test, just before
+    Py_AddPendingCall, while the interpreter exits.  Its atexit-phase hook
+    waits for it inside the gate, so the call reaches a live interpreter and
+    the final drain releases the payload; cuda-core-1.2 in the same window
+    calls CPython after finalization
+    (test_comparison_variant_held_producer_calls_cpython_after_finalization)."""
+    out = scenario("held_in_gate", "300", variant="cuda-core-1.2-fixed")
+    assert out["result"] == {"held": True, "created": 1}
+    s = _accounting(out, 1)
+    assert s["gate_timeouts"] == 0 and s["gate_hook_passes"] == 1, s
+    assert s["host_calls_after_teardown"] == 0, (
+        "the held producer called CPython after finalization: the gate did not hold exit"
+    )
+    assert s["schedule_attempts"] == 1 and s["cleaned"] == 1, s
+
+
+@pytest.mark.test_hooks
 def test_reference_final_drain_comes_after_the_gate_wait(scenario):
     """A producer held in the gate at exit; while the exit sequence waits it
     out, another destructor pushes (after the close, so it gets no pending
@@ -105,7 +125,7 @@ def test_comparison_variant_held_producer_calls_cpython_after_finalization(scena
         assert s["leaked_at_shutdown"] == 1 and s["cleaned"] == 0
 
 
-@pytest.mark.parametrize("variant", ["reference", "seed", "cuda-core-1.2"])
+@pytest.mark.parametrize("variant", ["reference", "seed", "cuda-core-1.2", "cuda-core-1.2-fixed"])
 def test_callbacks_after_finalization_only_enqueue(scenario, variant):
     out = scenario("late_callbacks", "500", "4", variant=variant)
     assert out["result"] == {"created": 500, "held": 500}

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The three variants, each faithful to its source (policy.hpp).
+"""The four variants, each faithful to its source (policy.hpp).
 
 Every variant imports, releases a burst of payloads exactly once on the main
 thread, and reports its name.  Where they differ on purpose, the difference
@@ -20,7 +20,7 @@ import pytest
 
 from deferred_cleanup import cpython_facts
 
-VARIANTS = ["reference", "seed", "cuda-core-1.2"]
+VARIANTS = ["reference", "seed", "cuda-core-1.2", "cuda-core-1.2-fixed"]
 
 BURST = textwrap.dedent("""
     import json, threading, time

@@ -9,7 +9,8 @@ and a Markdown table generated from it::
 
     python3 tools/gpu_compare.py --out DIR \\
         [--cuda-core LABEL=PATH ...]  # PATH '' or 'env': the interpreter's own cuda-core
-        [--ours VARIANT ...]  # DEFERRED_CLEANUP_VARIANT values (reference, cuda-core-1.2, seed)
+        [--ours VARIANT ...]  # DEFERRED_CLEANUP_VARIANT values (reference, cuda-core-1.2,
+        #                     cuda-core-1.2-fixed, seed)
         [--scenarios A,B,C,D,E] [--budget-s 480] [--e-seconds 24]
     python3 tools/gpu_compare.py --render DIR/gpu-compare.json  # the table, from the JSON alone
 
@@ -1370,7 +1371,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ours",
         nargs="+",
-        default=["reference", "cuda-core-1.2"],
+        default=["reference", "cuda-core-1.2", "cuda-core-1.2-fixed"],
         metavar="VARIANT",
         help="DEFERRED_CLEANUP_VARIANT values to run our cuda driver in",
     )

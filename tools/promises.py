@@ -3,8 +3,9 @@
 """The promise ledger (tests/promises.toml): read it and check it.
 
 The ledger lists every promise of the Caveats page, of the queue's states
-table (queue.hpp, between its ``[contract-table]`` markers) and of the
-contract's entry-point table (docs/contract.rst): the page, a quote of the
+table (queue.hpp, between its ``[contract-table]`` markers), of the
+contract's entry-point table (docs/contract.rst) and of the comparison
+variant cuda-core-1.2-fixed (docs/design/variants.rst): the page, a quote of the
 promise, and either the mutants in tests/mutants/ that break it, the reason
 no mutant of ours can, or, said plainly, that it has no guard yet.
 
@@ -39,6 +40,7 @@ PAGES = (
     "docs/contract.rst",
     "include/deferred_cleanup/queue.hpp",
     "include/deferred_cleanup/cpython/deferred_cleanup.h",
+    "docs/design/variants.rst",
 )
 KINDS = ("mutants", "reason", "gap")
 

@@ -51,6 +51,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 /// The alignment of the queue's three contended fields (head_, scheduled_,
 /// in_flight_), each on a cache line of its own, so that producers' CASes on
@@ -70,6 +71,8 @@ enum class Variant : std::uint8_t {
   reference,      ///< ReferencePolicy
   seed,           ///< comparison::SeedPolicy: the PR #2371 text
   cuda_core_1_2,  ///< comparison::CudaCore12Policy: the cuda-core 1.2.0 wheel
+  /// comparison::CudaCore12FixedPolicy: the wheel plus the three minimal fixes
+  cuda_core_1_2_fixed,
 };
 
 /// Where the drain clears `scheduled_` relative to taking the list.
@@ -147,5 +150,48 @@ struct ReferencePolicy {
   /// A Py_AtExit callback stops accepting_ (the PR #2371 text).
   static constexpr bool close_at_py_atexit = false;
 };
+
+namespace detail {
+/// P::exit_release when P declares it, else false (C++17 detection).
+template <class P, class = void>
+struct exit_release_member : std::false_type {};
+template <class P>
+struct exit_release_member<P, std::void_t<decltype(P::exit_release)>>
+    : std::bool_constant<P::exit_release> {};
+/// P::sb_fences when P declares it, else false (C++17 detection).
+template <class P, class = void>
+struct sb_fences_member : std::false_type {};
+template <class P>
+struct sb_fences_member<P, std::void_t<decltype(P::sb_fences)>>
+    : std::bool_constant<P::sb_fences> {};
+}  // namespace detail
+
+/// Whether policy P has the atexit-phase exit hook (shutdown.hpp steps 0-3):
+/// the reference, and comparison::CudaCore12FixedPolicy's exit fix; false
+/// for a policy without the member.
+///
+/// Thread: a constant.  Memory ordering: n/a.  Errors: n/a.
+/// Source: this project (ReferencePolicy, comparison::CudaCore12FixedPolicy).
+/// @return true for the reference or P::exit_release
+template <class P>
+constexpr bool exit_release_of() {
+  if constexpr (P::variant == Variant::reference) {
+    return true;
+  } else {
+    return detail::exit_release_member<P>::value;
+  }
+}
+
+/// Whether policy P puts a seq_cst fence on each side of the drain tail's
+/// store-buffering pair (comparison::CudaCore12FixedPolicy); false for a
+/// policy without the member.
+///
+/// Thread: a constant.  Memory ordering: n/a.  Errors: n/a.
+/// Source: this project (comparison::CudaCore12FixedPolicy).
+/// @return P::sb_fences, or false when P has no such member
+template <class P>
+constexpr bool sb_fences_of() {
+  return detail::sb_fences_member<P>::value;
+}
 
 }  // namespace deferred_cleanup

@@ -252,6 +252,10 @@ class BasicQueue {
   /// 1.2.0, drain().
   /// @return true if head_ was not null when read
   bool recheck() const noexcept {
+    if constexpr (sb_fences_of<P>()) {
+      // CudaCore12FixedPolicy: orders the clear before this load (fixed.fence).
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    }
     // After the clear in program order, but not in S (wakeup.recheck).
     return head_.load(P::recheck) != nullptr;
   }
@@ -289,6 +293,10 @@ class BasicQueue {
       return !scheduled_.exchange(true, P::claim);
     } else {
       bool expected = false;
+      if constexpr (sb_fences_of<P>()) {
+        // CudaCore12FixedPolicy: orders the push before the claim (fixed.fence).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+      }
       // As shipped: CAS with acq_rel, failure relaxed (wakeup.claim).
       return scheduled_.compare_exchange_strong(expected, true, P::claim,
                                                 std::memory_order_relaxed);
@@ -349,7 +357,7 @@ class BasicQueue {
   /// Source: this project (docs/design/shutdown).
   /// @return true if the producer is inside the gate and may call the host
   bool gate_enter() noexcept {
-    static_assert(P::gate, "only the reference has an in-flight gate");
+    static_assert(P::gate, "only the reference and cuda-core-1.2-fixed have an in-flight gate");
     // Announces us to shutdown's in_flight() read (gate.enter).
     in_flight_.fetch_add(1, P::gate_enter);
     if (accepting()) {
@@ -402,7 +410,8 @@ class BasicQueue {
   }
   // [end-doc:gate]
 
-  /// Number of producers inside the gate, as read by the shutdown wait loop.
+  /// Number of producers inside the gate, as read by the shutdown wait loop;
+  /// always 0 for a policy without a gate.
   ///
   /// Thread: the shutdown path.  Never blocks.
   /// Memory ordering: P::gate_wait (seq_cst): synchronizes with each
@@ -412,9 +421,12 @@ class BasicQueue {
   /// Source: this project (docs/design/shutdown).
   /// @return producers between gate_enter() and gate_leave()
   std::uint32_t in_flight() const noexcept {
-    static_assert(P::gate, "only the reference has an in-flight gate");
-    // Synchronizes with gate_leave()'s release (gate.wait; litmus-mp).
-    return in_flight_.load(P::gate_wait);
+    if constexpr (!P::gate) {
+      return 0;  // no gate: nothing to wait out (shutdown.hpp, wait_gate)
+    } else {
+      // Synchronizes with gate_leave()'s release (gate.wait; litmus-mp).
+      return in_flight_.load(P::gate_wait);
+    }
   }
 
   /// Whether the host may still run cleanups.

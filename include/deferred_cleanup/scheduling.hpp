@@ -110,12 +110,12 @@ int add_call(BasicQueue<P>& q, void* arg) noexcept {
 /// exchange), which with the caller's earlier push forms the producer half
 /// of the store-buffering pair.  Comparison variants, as shipped:
 /// accepting() (acquire), [finalizing check], head_nonempty() (acquire),
-/// claim() (acq_rel CAS).  The refusal path's unclaim() is release.
-/// Errors: none thrown.  A refusal is counted in stats.schedule_failures and
-/// reported as ScheduleResult::refused; the item stays queued for a retry.
-/// Source: cuda-python PR #2371 (one outstanding pending call, retry on -1);
-/// cuda_core/cuda/core/_cpp/resource_handles.cpp at cuda-core 1.2.0,
-/// schedule(); Py_AddPendingCall, Python/ceval_gil.c v3.12.0.
+/// claim() (acq_rel CAS); cuda-core-1.2-fixed: gate_enter (seq_cst) in
+/// place of accepting(), then the shipped tests and a fenced claim().  The refusal path's unclaim()
+/// is release. Errors: none thrown.  A refusal is counted in stats.schedule_failures and reported
+/// as ScheduleResult::refused; the item stays queued for a retry. Source: cuda-python PR #2371 (one
+/// outstanding pending call, retry on -1); cuda_core/cuda/core/_cpp/resource_handles.cpp at
+/// cuda-core 1.2.0, schedule(); Py_AddPendingCall, Python/ceval_gil.c v3.12.0.
 /// @param q the queue to drain
 /// @return what happened
 template <class P>
@@ -128,17 +128,22 @@ ScheduleResult schedule(BasicQueue<P>& q) noexcept {
     if (!q.accepting()) {
       return ScheduleResult::not_accepting;
     }
-    if constexpr (P::schedule_checks_finalizing) {
-      const Host& host = q.host();
-      if (host.finalizing != nullptr && host.finalizing()) {
-        q.close();  // as shipped: stop() once finalization is seen
-        return ScheduleResult::not_accepting;
-      }
+  }
+  // The shipped tests (cuda-core 1.2.0); with a gate (cuda-core-1.2-fixed)
+  // they are made inside it, so the exit hook waits for a producer that
+  // passed them.
+  if constexpr (P::schedule_checks_finalizing) {
+    const Host& host = q.host();
+    if (host.finalizing != nullptr && host.finalizing()) {
+      q.close();  // as shipped: stop() once finalization is seen
+      if constexpr (P::gate) q.gate_leave();
+      return ScheduleResult::not_accepting;
     }
-    if constexpr (P::schedule_checks_head) {
-      if (!q.head_nonempty()) {
-        return ScheduleResult::empty;
-      }
+  }
+  if constexpr (P::schedule_checks_head) {
+    if (!q.head_nonempty()) {
+      if constexpr (P::gate) q.gate_leave();
+      return ScheduleResult::empty;
     }
   }
   ScheduleResult result = ScheduleResult::already_scheduled;

@@ -14,7 +14,9 @@
 // that check and the call, but does not close it.
 //
 // The reference closes it with the in-flight gate, and closes it while the
-// interpreter is still fully alive: during the Python `atexit` phase, which
+// interpreter is still fully alive (cuda-core-1.2-fixed, the wheel's minimal
+// fix, does the same with the same gate and steps 0-3 below): during the
+// Python `atexit` phase, which
 // CPython runs before it sets its finalizing flag (Python/pylifecycle.c,
 // Py_FinalizeEx, v3.12.0: _PyAtExit_Call comes before
 // _PyRuntimeState_SetFinalizing).  The CPython host (reference/src/exit.cpp)
@@ -143,6 +145,8 @@ bool wait_gate(const BasicQueue<P>& q, std::chrono::nanoseconds bound,
 // [doc:shutdown-sequence]
 /// Steps 1-3 of the reference shutdown: close, wait out the gate, final
 /// drain.  Step 4 (mark_host_dead) is the host's, once CPython finalizes.
+/// cuda-core-1.2-fixed runs the same steps 1-3 (its gate and exit fixes;
+/// policy.hpp) and has no step 4: its drain's shipped finalizing test leaks.
 ///
 /// Thread: the main thread, from the host's exit hook while the interpreter
 /// is fully alive (the CPython host holds the GIL throughout; the producers
@@ -162,7 +166,7 @@ bool wait_gate(const BasicQueue<P>& q, std::chrono::nanoseconds bound,
 template <class P>
 ShutdownOutcome shutdown_at_exit(BasicQueue<P>& q,
                                  std::chrono::nanoseconds gate_bound = kDefaultGateBound) noexcept {
-  static_assert(P::gate, "only the reference has the exit sequence");
+  static_assert(exit_release_of<P>(), "only the reference and cuda-core-1.2-fixed exit so");
   ShutdownOutcome out;
   q.close();                                                 // 1. no new host calls
   out.gate_clear = wait_gate(q, gate_bound, out.waited_us);  // 2. wait those in flight

@@ -13,6 +13,12 @@
 //                                                      PR #2371 text), count
 //   cuda-core-1.2  none                                count only (the wheel
 //                                                      registers nothing)
+//   cuda-core-     its minimal exit fix: drain while   count only
+//   1.2-fixed      destructors are due, close the
+//                  gate, wait it out, final drain
+//                  (steps 0-3; no late drains, no
+//                  host-dead step: its drain's shipped
+//                  finalizing test leaks instead)
 //
 // The backstop's counting never changes a variant's behaviour: it walks the
 // list without taking it.  The sequence's steps are numbered as in
@@ -199,7 +205,8 @@ void backstop() {
 }
 
 /// Step 0 of the exit sequence, below.
-std::uint64_t await_due_destructors(ReferenceQueue& q);
+template <class Q>
+std::uint64_t await_due_destructors(Q& q);
 
 }  // namespace
 
@@ -241,7 +248,8 @@ namespace {
 /// released between drains so the driver's threads (and Python threads a
 /// destructor waits on) progress.  Main thread, GIL held.  Records what is
 /// still outstanding in g_exit.  Returns the cleanups run.
-std::uint64_t await_due_destructors(ReferenceQueue& q) {
+template <class Q>
+std::uint64_t await_due_destructors(Q& q) {
   const std::int64_t start = now_ns();
   const std::int64_t bound = q.settings.exit_wait_ns.load(std::memory_order_relaxed);  // a setting
   std::uint64_t drained = 0;
@@ -268,16 +276,15 @@ void write_stats_without_backstop() {
   write_stats_json(g_stats_path, now_ns());
 }
 
-py::dict exit_hook() {
-  if (g_variant != Variant::reference) {
-    throw std::logic_error("_exit_hook: only the reference variant has an exit hook");
-  }
+/// The exit sequence, steps 0-3 (shutdown.hpp), of the reference and of
+/// cuda-core-1.2-fixed's exit fix.  Main thread, GIL held; once.
+template <class Q>
+py::dict exit_sequence(Q& q) {
   if (!host_is_main_thread()) {
     throw NotMainThreadError(
         "_exit_hook() may only run on the main thread: cleanups run there only; nothing was "
         "drained");
   }
-  ReferenceQueue& q = *g_reference;
   py::dict d;
   if (g_exit.ran || !q.host_alive()) {
     d["already_done"] = true;
@@ -310,6 +317,18 @@ py::dict exit_hook() {
   return d;
 }
 
+py::dict exit_hook() {
+  return with_queue([](auto& q) -> py::dict {
+    using P = typename std::remove_reference_t<decltype(q)>::Policy;
+    if constexpr (exit_release_of<P>()) {
+      return exit_sequence(q);
+    } else {
+      throw std::logic_error(
+          "_exit_hook: only the reference and cuda-core-1.2-fixed variants have an exit hook");
+    }
+  });
+}
+
 void mark_atexit_end() {
   // Comparison variants: the end of the Python atexit phase (the same
   // last-moment hook as the reference's exit sequence, doing nothing else),
@@ -340,13 +359,24 @@ void init_exit(py::module_& m) {
                  "counters are written at the end of the atexit phase\n");
   }
   m.def("_exit_hook", &exit_hook,
-        "_exit_hook() -> dict\n\nThe reference's exit sequence (registered by deferred_cleanup in "
+        "_exit_hook() -> dict\n\nThe exit sequence of the reference and of cuda-core-1.2-fixed "
+        "(registered by deferred_cleanup in "
         "the atexit "
         "phase, last on 3.10-3.13): drain while destructors are due (bounded by exit_wait_s), "
         "close the gate, "
         "wait it out, final drain; the host stays alive for main-thread drains until CPython "
         "finalizes. "
         "Raises NotMainThreadError off the main thread (nothing drained).");
+  m.def(
+      "_has_exit_hook",
+      [] {
+        return with_queue([](auto& q) {
+          using P = typename std::remove_reference_t<decltype(q)>::Policy;
+          return exit_release_of<P>();
+        });
+      },
+      "_has_exit_hook() -> bool\n\nWhether the variant has the exit sequence (_exit_hook): the "
+      "reference, and cuda-core-1.2-fixed's exit fix.");
   m.def("_mark_atexit_end", &mark_atexit_end,
         "_mark_atexit_end() -> None\n\nComparison variants: record the end of the atexit phase "
         "(for the window "

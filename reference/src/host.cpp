@@ -45,6 +45,7 @@ Variant g_variant = Variant::reference;
 ReferenceQueue* g_reference = nullptr;
 SeedQueue* g_seed = nullptr;
 CudaCore12Queue* g_cuda_core = nullptr;
+CudaCore12FixedQueue* g_cuda_core_fixed = nullptr;
 unsigned long g_main_ident = 0;
 std::atomic<bool> g_torn_down{false};
 HostCounters g_counters;
@@ -102,7 +103,7 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
     // Statistics only: a call into CPython after teardown (the hazard).
     g_counters.host_calls_after_teardown.fetch_add(1, std::memory_order_relaxed);
   }
-  if (g_variant == Variant::cuda_core_1_2) {
+  if (g_variant == Variant::cuda_core_1_2 || g_variant == Variant::cuda_core_1_2_fixed) {
     const std::int64_t d =
         now_ns() - g_last_check_ns.load(std::memory_order_relaxed);        // statistics
     std::int64_t m = g_check_to_call_max.load(std::memory_order_relaxed);  // statistics
@@ -545,9 +546,13 @@ void init_host(py::module_& m) {
   } else if (name == CudaCore12Policy::name) {
     g_variant = Variant::cuda_core_1_2;
     g_cuda_core = publish_queue(new CudaCore12Queue(&g_host));  // never freed
+  } else if (name == CudaCore12FixedPolicy::name) {
+    g_variant = Variant::cuda_core_1_2_fixed;
+    g_cuda_core_fixed = publish_queue(new CudaCore12FixedQueue(&g_host));  // never freed
   } else {
     throw py::value_error(
-        "DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2', not '" +
+        "DEFERRED_CLEANUP_VARIANT must be one of 'reference', 'seed', 'cuda-core-1.2', "
+        "'cuda-core-1.2-fixed', not '" +
         name + "'");
   }
   g_core_pending_call = with_queue([](auto& q) -> PendingCallFn {
@@ -559,7 +564,8 @@ void init_host(py::module_& m) {
 
   m.def(
       "variant", [] { return std::string(variant_name(g_variant)); },
-      "variant() -> str\n\nThe variant fixed at import: 'reference', 'seed' or 'cuda-core-1.2'.");
+      "variant() -> str\n\nThe variant fixed at import: 'reference', 'seed', 'cuda-core-1.2' or "
+      "'cuda-core-1.2-fixed'.");
   m.def("configure", &configure, py::arg("exit_wait_s") = py::none(),
         py::arg("stale_claim_s") = py::none(),
         "configure(exit_wait_s: float | None = None, stale_claim_s: float | None = None) -> None");

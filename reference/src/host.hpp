@@ -66,6 +66,7 @@ extern Variant g_variant;
 extern ReferenceQueue* g_reference;
 extern SeedQueue* g_seed;
 extern CudaCore12Queue* g_cuda_core;
+extern CudaCore12FixedQueue* g_cuda_core_fixed;
 
 /// Call f with the published queue of the variant chosen at import.
 template <class F>
@@ -75,6 +76,8 @@ decltype(auto) with_queue(F&& f) {
       return f(*g_seed);
     case Variant::cuda_core_1_2:
       return f(*g_cuda_core);
+    case Variant::cuda_core_1_2_fixed:
+      return f(*g_cuda_core_fixed);
     case Variant::reference:
       break;
   }

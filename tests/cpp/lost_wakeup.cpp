@@ -35,7 +35,7 @@
 // makes the program exit 1.
 //
 // Usage:
-//   lost_wakeup [--variant reference|seed|cuda-core-1.2|all] [--iterations N]
+//   lost_wakeup [--variant reference|seed|cuda-core-1.2|cuda-core-1.2-fixed|all] [--iterations N]
 //               [--stop-at-first] [--json PATH] [--no-pin]
 // Prints one line per variant:
 //   lost-wakeup: variant=<v> iterations=<n> lost=<k> rate=<k/n> seconds=<s> ...
@@ -260,7 +260,8 @@ int main(int argc, char** argv) {
       want_pin = false;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--variant reference|seed|cuda-core-1.2|all] [--iterations N] "
+                   "usage: %s [--variant reference|seed|cuda-core-1.2|cuda-core-1.2-fixed|all] "
+                   "[--iterations N] "
                    "[--stop-at-first] [--json PATH] [--no-pin]\n",
                    argv[0]);
       return 2;
@@ -278,11 +279,13 @@ int main(int argc, char** argv) {
     }
   };
   go(dc::comparison::CudaCore12Policy{});
+  go(dc::comparison::CudaCore12FixedPolicy{});
   go(dc::comparison::SeedPolicy{});
   go(dc::ReferencePolicy{});
   if (results.empty()) {
-    std::fprintf(stderr, "unknown variant '%s' (reference, seed, cuda-core-1.2, all)\n",
-                 variant.c_str());
+    std::fprintf(
+        stderr, "unknown variant '%s' (reference, seed, cuda-core-1.2, cuda-core-1.2-fixed, all)\n",
+        variant.c_str());
     return 2;
   }
 

@@ -117,6 +117,115 @@ struct CudaCore12Policy {
   static constexpr bool close_at_py_atexit = false;  ///< a Py_AtExit callback stops accepting_
 };
 
+/// cuda-core 1.2.0 as shipped plus the smallest fix of each of its three
+/// holes, as three separately named pieces, and nothing of the reference's
+/// extras (no fast path, no direct drain, no re-arming, the shipped drain
+/// shape and orders):
+///
+///   sb_fences     the lost wakeup (store buffering in the drain tail), below;
+///   gate          the finalization hole (check-then-act): an in-flight
+///                 counter that a producer raises (seq_cst) before the
+///                 shipped `accepting_` and finalizing tests and lowers after
+///                 Py_AddPendingCall returns; gate_check/gate_close/gate_wait
+///                 become seq_cst, the store-buffering pair of the gate
+///                 (tests/litmus/gate_sb_acqrel.litmus is allowed,
+///                 gate_sb_reference.litmus forbidden);
+///   exit_release  the exit hole: an exit hook in the Python atexit phase
+///                 (before CPython sets its finalizing flag) that drains
+///                 while destructors of destroyed graphs are due (bounded by
+///                 the exit wait), closes `accepting_`, waits until no
+///                 producer is in the gate, and drains once more
+///                 (shutdown.hpp, steps 0-3; reference/src/exit.cpp).
+///
+/// The gate and the exit hook are one change in cuda-core (the hook is where
+/// the gate is closed and waited out), so they share this one variant with
+/// the fences; each is its own member below, so a mutant removes one alone.
+/// Why each is more than one line: notes/upstream/cuda-core-*.md.
+///
+/// The fences: one seq_cst fence on each side of the drain tail's
+/// store-buffering pair.
+/// The drain puts a fence between its release clear of `scheduled_` and its
+/// acquire re-check of `head_` (queue.hpp, recheck()); a producer puts one
+/// between its push (and `head_` test) and its claim of `scheduled_`
+/// (queue.hpp, claim()).  Every order constant is the shipped one.  Both
+/// fences are needed in the C++ memory model: with either alone, or with the
+/// drain's clear and re-check made seq_cst but the claim's failure order left
+/// relaxed, herd7 still allows the lost outcome under rc11.cat and
+/// c11_partialSC.cat (tests/litmus/wakeup_recheck_sb_fixed.litmus and
+/// notes/upstream/cuda-core-store-buffering.md).  On x86-64 only the drain's
+/// fence changes what the CPU may do (`mfence` after the `movb`); the
+/// producer's `lock cmpxchg` is already a full barrier.
+///
+/// Selected at import by DEFERRED_CLEANUP_VARIANT=cuda-core-1.2-fixed (a
+/// comparison variant, like cuda-core-1.2); also run by
+/// tests/cpp/lost_wakeup.cpp and the benchmarks.
+///
+/// Thread: a type of constants.  Memory ordering: the constants below plus
+/// the two fences (sb_fences).  Errors: n/a.
+/// Source: cuda_core/cuda/core/_cpp/rt/py_deferred_cleanup.cpp at cuda-python
+/// commit 08f74293 (the shipped orders); C++20 [atomics.fences] for the
+/// fences; Python/pylifecycle.c Py_FinalizeEx (v3.12.0: the atexit handlers
+/// run before the finalizing flag is set) for the exit hook.
+struct CudaCore12FixedPolicy {
+  static constexpr Variant variant = Variant::cuda_core_1_2_fixed;  ///< the variant this policy is
+  static constexpr const char* name = "cuda-core-1.2-fixed";  ///< DEFERRED_CLEANUP_VARIANT value
+
+  /// As shipped.
+  /// [litmus:wakeup.push]
+  static constexpr std::memory_order push = std::memory_order_release;
+  /// As shipped.
+  /// [litmus:wakeup.check]
+  static constexpr std::memory_order check = std::memory_order_acquire;
+  /// As shipped; a seq_cst fence precedes it (sb_fences).
+  /// [litmus:wakeup.claim]
+  static constexpr std::memory_order claim = std::memory_order_acq_rel;
+  /// As shipped.
+  /// [litmus:wakeup.clear]
+  static constexpr std::memory_order clear = std::memory_order_release;
+  /// As shipped.
+  /// [litmus:wakeup.take]
+  static constexpr std::memory_order take = std::memory_order_acquire;
+  /// As shipped; a seq_cst fence precedes it (sb_fences).
+  /// [litmus:wakeup.recheck]
+  static constexpr std::memory_order recheck = std::memory_order_acquire;
+  /// [litmus:gate.enter]
+  /// The gate fix: the in-flight increment, in S before the accepting_ check.
+  static constexpr std::memory_order gate_enter = std::memory_order_seq_cst;
+  /// [litmus:gate.check]
+  /// The gate fix: seq_cst (shipped: acquire), in S after gate_enter.
+  static constexpr std::memory_order gate_check = std::memory_order_seq_cst;
+  /// [litmus:gate.close]
+  /// The gate fix: seq_cst (shipped: release), in S before gate_wait.
+  static constexpr std::memory_order gate_close = std::memory_order_seq_cst;
+  /// [litmus:gate.wait]
+  /// The gate fix: the exit hook's read of in_flight_.
+  static constexpr std::memory_order gate_wait = std::memory_order_seq_cst;
+
+  /// The store-buffering fix: a seq_cst fence before the claim and before
+  /// the re-check.
+  static constexpr bool sb_fences = true;
+  /// The finalization fix: producers pass the in-flight gate; the shipped
+  /// accepting_, finalizing and head_ tests are made inside it.
+  static constexpr bool gate = true;
+  /// The exit fix: the atexit-phase exit hook (wait for due destructors,
+  /// drain; with the gate: close, wait it out, final drain).
+  static constexpr bool exit_release = true;
+
+  /// Where the drain clears scheduled_.
+  static constexpr DrainShape drain_shape = DrainShape::take_clear_recheck;
+  static constexpr bool fast_path = false;     ///< push + one load when a call is outstanding
+  static constexpr bool direct_drain = false;  ///< entry points drain directly (gh-95820)
+  static constexpr bool rearm = false;         ///< a stale claim may be re-armed
+  /// Schedule() asks the host whether it is finalizing (as shipped; inside
+  /// the gate it is a second line of defence).
+  static constexpr bool schedule_checks_finalizing = true;
+  /// The drain asks the host whether it is finalizing, then leaks.
+  static constexpr bool drain_checks_finalizing = true;
+  /// Schedule() returns at once when head_ is empty.
+  static constexpr bool schedule_checks_head = true;
+  static constexpr bool close_at_py_atexit = false;  ///< a Py_AtExit callback stops accepting_
+};
+
 /// The queue of the seed variant (the cuda-python PR #2371 text).
 ///
 /// Thread: see BasicQueue.  Memory ordering: SeedPolicy's constants.
@@ -127,13 +236,19 @@ using SeedQueue = BasicQueue<SeedPolicy>;
 /// Thread: see BasicQueue.  Memory ordering: CudaCore12Policy's constants.
 /// Errors: none.  Source: cuda-core 1.2.0 (policy.hpp's essay).
 using CudaCore12Queue = BasicQueue<CudaCore12Policy>;
+/// The queue of the cuda-core-1.2-fixed variant (the wheel plus the minimal
+/// fixes of its three holes).
+///
+/// Thread: see BasicQueue.  Memory ordering: CudaCore12FixedPolicy's
+/// constants and fences.  Errors: none.  Source: policy.hpp.
+using CudaCore12FixedQueue = BasicQueue<CudaCore12FixedPolicy>;
 
 /// The variant's name as DEFERRED_CLEANUP_VARIANT spells it.
 ///
 /// Thread: any.  Memory ordering: n/a.  Errors: none.
 /// Source: this project (the environment variable's values).
 /// @param v a variant
-/// @return "reference", "seed" or "cuda-core-1.2"
+/// @return "reference", "seed", "cuda-core-1.2" or "cuda-core-1.2-fixed"
 constexpr const char* variant_name(Variant v) noexcept {
   switch (v) {
     case Variant::reference:
@@ -142,6 +257,8 @@ constexpr const char* variant_name(Variant v) noexcept {
       return SeedPolicy::name;
     case Variant::cuda_core_1_2:
       return CudaCore12Policy::name;
+    case Variant::cuda_core_1_2_fixed:
+      return CudaCore12FixedPolicy::name;
   }
   return "?";
 }

@@ -31,6 +31,14 @@ Variants (chosen at import by ``DEFERRED_CLEANUP_VARIANT``):
     ``schedule()`` returns early when ``!Py_IsInitialized() || finalizing``;
     the drain's release clear is followed by an acquire re-check of the list,
     a store-buffering pair that loses wakeups on x86-64.  For comparison only.
+``cuda-core-1.2-fixed``
+    ``cuda-core-1.2`` plus the smallest fix of each of its three holes, each
+    a named piece of its policy: two seq_cst fences in the drain tail's
+    store-buffering pair (``sb_fences``), the in-flight gate around the
+    shipped finalizing test and ``Py_AddPendingCall`` (``gate``), and an
+    ``atexit``-phase exit hook that drains while destructors are due, closes
+    the gate, waits it out and drains a last time (``exit_release``).  No
+    fast path, no direct drain, no re-arming.  For comparison only.
 
 Exceptions: :class:`DriverError` (a driver call failed), its subclass
 :class:`DriverUnavailable` (no libcuda, no GPU, or built without ``cuda.h``),
@@ -124,10 +132,10 @@ def variant() -> str:
     """Return the variant this process runs.
 
     Returns:
-        str: ``"reference"``, ``"seed"`` or ``"cuda-core-1.2"``, fixed at
-        import from the environment variable ``DEFERRED_CLEANUP_VARIANT``
-        (an unknown name makes the import raise :class:`ValueError` listing
-        the three).
+        str: ``"reference"``, ``"seed"``, ``"cuda-core-1.2"`` or
+        ``"cuda-core-1.2-fixed"``, fixed at import from the environment
+        variable ``DEFERRED_CLEANUP_VARIANT`` (an unknown name makes the
+        import raise :class:`ValueError` listing the four).
 
     Raises:
         Nothing.
@@ -418,10 +426,11 @@ def _register_exit_hook(sequence) -> None:
         _atexit.register(sequence)
 
 
-if _native.variant() == "reference":
+if _native._has_exit_hook():
+    # The reference, and cuda-core-1.2-fixed's exit fix (policy.hpp).
     _register_exit_hook(_native._exit_hook)
 else:
-    # The comparison variants have no exit sequence; the same last-moment hook
+    # The other comparison variants have no exit sequence; the same last-moment hook
     # only records the time, so that the Py_AtExit backstop can report how
     # long their window between finalization and Py_AtExit was.
     _register_exit_hook(_native._mark_atexit_end)
