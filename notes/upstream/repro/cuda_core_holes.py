@@ -266,13 +266,14 @@ _ALIVE: list = []  # a child's device objects: alive until the interpreter exits
 
 def child_main(kind: str, arg: str) -> int:
     """One process: graphs whose memset nodes own payloads (``dst_owner``),
-    behind a spin kernel; each payload's ``__del__`` writes one line to fd 3."""
+    behind a spin kernel; each payload's ``__del__`` writes one line to the
+    release log, the inherited descriptor named by ``REPRO_LOG_FD``."""
     import ctypes
 
     import cuda.core as cc
     from cuda.core.graph import GraphDefinition
 
-    write, fd = os.write, 3
+    write, fd = os.write, int(os.environ["REPRO_LOG_FD"])
 
     class Payload:
         __slots__ = ("i",)
@@ -353,16 +354,19 @@ def child_main(kind: str, arg: str) -> int:
 
 
 def run_child(kind: str, arg: str, timeout: float) -> dict:
-    """Run one child; its fd 3 is a temporary file (the release log)."""
+    """Run one child; it writes its release log to an inherited temporary file.
+
+    The descriptor keeps its number and is named in ``REPRO_LOG_FD``: a number
+    made in ``preexec_fn`` would be closed again by ``close_fds`` (which runs
+    after it), and the CUDA driver then reuses it for a device file."""
     with tempfile.TemporaryFile() as log:
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", REPRO_LOG_FD=str(log.fileno()))
         p = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--child", kind, arg],
             pass_fds=(log.fileno(),),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=env,
-            preexec_fn=lambda: os.dup2(log.fileno(), 3),
         )
         timed_out = False
         try:
