@@ -857,8 +857,23 @@ def cmd_python(a) -> int:
     return 0
 
 
+def docs_env_fallback() -> list[Interp]:
+    """The docs environment on a machine without pyenv's 3.12 (a fresh clone
+    with one interpreter): the same requirements in a venv made from
+    DC_DOCS_PYTHON, else the python running this script; said in one line."""
+    discover(DOCS_ENV)
+    if DOCS_ENV.python is not None:
+        return [DOCS_ENV]
+    path = os.environ.get("DC_DOCS_PYTHON") or sys.executable
+    it = usable_custom(path)
+    it.extra_reqs = True
+    it.name = f"docs-{it.name}"  # its own venv: not the one make test PYTHON= uses
+    say(f"docs: {DOCS_ENV.why_missing}; using {it.python} ({it.name}) for the docs environment")
+    return [it]
+
+
 def cmd_run(a) -> int:
-    envs = select(a.name)
+    envs = docs_env_fallback() if a.name == "docs" else select(a.name)
     ready = prepare(envs)
     if not ready:
         return 1
