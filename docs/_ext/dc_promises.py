@@ -123,7 +123,7 @@ def guarantees_rst(rows: list[dict]) -> list[str]:
                 "tested by "
                 + ", ".join(f"``{t}``" for t in tests)
                 + "; mutant "
-                + ", ".join(f":repo-file:`{m} <tests/mutants/{m}.py>`" for m in row["mutants"])
+                + ", ".join(f":repo-file:`tests/mutants/{m}.py`" for m in row["mutants"])
             )
         elif row.get("reason"):
             guard = f"no mutant possible: {plain(row['reason'])}"
