@@ -190,7 +190,9 @@ def _make(*args: str) -> subprocess.CompletedProcess:
     make = shutil.which("make")
     if make is None:
         pytest.skip("no make on PATH in this environment (the Makefile's checks need it)")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHON", "MATRIX_PYTHON")}
+    # An outer make (make test) passes its command line's variables down in MAKEFLAGS.
+    drop = ("PYTHON", "MATRIX_PYTHON", "MAKEFLAGS", "MFLAGS", "MAKELEVEL")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     return subprocess.run(
         [make, "--no-print-directory", "-n", *args],  # -n: only the parse-time checks act
         cwd=REPO,
