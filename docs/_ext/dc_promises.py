@@ -108,6 +108,14 @@ class PromiseLedger(SphinxDirective):
         return node.children
 
 
+#: Contract rows that are paragraphs, not entry points: their link text.
+PROSE_ROWS = {
+    "contract-arguments": "Arguments",
+    "contract-probe-check": "The probe's check",
+    "contract-provenance": "Data on the pages",
+}
+
+
 def guarantees_rst(rows: list[dict]) -> list[str]:
     """The contract page's rows of the ledger as a numbered list: each
     guarantee (its quote), a link to the contract row that states it, the
@@ -116,7 +124,9 @@ def guarantees_rst(rows: list[dict]) -> list[str]:
     for row in rows:
         if row["page"] != "docs/contract.rst":
             continue
-        where = f":ref:`row <{row['row']}>`" if row.get("row") else "row: none"
+        anchor = row.get("row", "")
+        name = PROSE_ROWS.get(anchor) or anchor.removeprefix("contract-").replace("-", "_")
+        where = f":ref:`{name} <{anchor}>`" if anchor else "(no row)"
         if row.get("mutants"):
             tests = sorted({t for m in row["mutants"] for t in killing_tests(m)})
             guard = (
@@ -129,7 +139,7 @@ def guarantees_rst(rows: list[dict]) -> list[str]:
             guard = f"no mutant possible: {plain(row['reason'])}"
         else:
             guard = f"**no guard yet**: {plain(row['gap'])}"
-        out += [f"#. {row['quote']} ({where}; {guard})", ""]
+        out += [f"#. {where}: {row['quote']} ({guard})", ""]
     return out
 
 
