@@ -9,10 +9,18 @@
 # with no pyenv, no Debian root and no root.  Left empty, the whole matrix
 # (pyenv 3.10-3.13 and the Debian unstable root) is used.  PYTHON may come
 # from make's command line or the environment.
-# MATRIX_PYTHON runs tools/matrix.py (standard library only): PYTHON when
-# given, else python3.
+# MATRIX_PYTHON runs the tools (tools/matrix.py and the rest: standard library
+# only, Python 3.10 or newer).  It is never PYTHON itself unless no other
+# python3 here is new enough: the interpreter under test may be too old or
+# broken to run them.  The first of python3, python3.14 ... python3.10 on PATH
+# that is 3.10 or newer, else PYTHON, else python3.
 PYTHON ?=
-MATRIX_PYTHON ?= $(if $(PYTHON),$(PYTHON),python3)
+TOOLS_PYTHON := $(shell for p in python3 python3.14 python3.13 python3.12 python3.11 python3.10; do \
+  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+  >/dev/null 2>&1 && { command -v $$p; break; }; done)
+MATRIX_PYTHON ?= $(or $(TOOLS_PYTHON),$(PYTHON),python3)
+# gpu-compare runs ON the interpreter that has cuda-core installed: PYTHON as it is.
+GPU_PYTHON = $(if $(PYTHON),$(PYTHON),python3)
 WHICH   = $(if $(PYTHON),--python $(PYTHON))
 MATRIX  = $(MATRIX_PYTHON) tools/matrix.py
 SOAK_N ?= 200
@@ -21,7 +29,25 @@ REPEAT_N ?= 5
 LOAD ?= 0
 LOST_WAKEUP_N ?= 2000000
 
-.PHONY: help probe test provision build docs bench sanitize tsan asan mutate soak repeat gpu-compare lost-wakeup clean
+TARGETS = help probe test provision build docs bench sanitize tsan asan mutate soak repeat \
+  gpu-compare lost-wakeup clean
+.PHONY: $(TARGETS)
+
+# Bad input is refused before anything runs, in one line (make's $(error):
+# exit status 2): a target that does not exist, and a PYTHON= that is missing,
+# not CPython or older than 3.10 (checked by tools/matrix.py on MATRIX_PYTHON).
+UNKNOWN_TARGETS = $(filter-out $(TARGETS),$(MAKECMDGOALS))
+ifneq ($(UNKNOWN_TARGETS),)
+$(error no target '$(firstword $(UNKNOWN_TARGETS))': the targets are $(TARGETS) ("make help" says what each does))
+endif
+ifneq ($(PYTHON),)
+ifneq ($(filter probe test provision build soak,$(MAKECMDGOALS)),)
+PYTHON_PROBLEM := $(shell $(MATRIX_PYTHON) tools/matrix.py check-python '$(PYTHON)' 2>&1)
+ifneq ($(PYTHON_PROBLEM),)
+$(error $(PYTHON_PROBLEM))
+endif
+endif
+endif
 
 help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
@@ -37,7 +63,7 @@ help:
 	@echo "make repeat    the per-interpreter suite REPEAT_N=$(REPEAT_N) times with every core kept busy"
 	@echo "               (build/repeat/repeat.md): flakes that an idle machine hides"
 	@echo "make gpu-compare  scenarios A-E on cuda-core and on our cuda driver (needs a GPU, cuda-core and"
-	@echo "               deferred_cleanup installed in $(MATRIX_PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
+	@echo "               deferred_cleanup installed in $(GPU_PYTHON); see notes/gpu-compare.md) -> build/gpu-compare"
 	@echo "make lost-wakeup  the lost wakeup on this CPU, per variant (LOST_WAKEUP_N=$(LOST_WAKEUP_N) handoffs),"
 	@echo "               and the gate's store buffering (GATE_SB_N=$(GATE_SB_N) rounds per policy)"
 
@@ -81,7 +107,7 @@ repeat:
 # where there is no GPU, driver, cuda-core or deferred_cleanup.
 # GPU_COMPARE_ARGS: e.g. --cuda-core 1.2.2=/tmp/cc122 --ours reference cuda-core-1.2
 gpu-compare:
-	$(MATRIX_PYTHON) tools/gpu_compare.py --out build/gpu-compare $(GPU_COMPARE_ARGS)
+	$(GPU_PYTHON) tools/gpu_compare.py --out build/gpu-compare $(GPU_COMPARE_ARGS)
 # The lost wakeup on real hardware (tests/cpp/lost_wakeup.cpp, LOST_WAKEUP_N
 # handoffs per variant) and the in-flight gate's store-buffering pair
 # (tests/cpp/gate_sb.cpp, GATE_SB_N rounds per policy), with the disassembly

@@ -8,7 +8,16 @@ import math
 
 import pytest
 
-BAD_TYPES = ["5", b"5", [], None, object()]
+
+class OnlyIndex:
+    """An object with only __index__: not an int, so every int parameter
+    refuses it (TypeError), as the docstrings say."""
+
+    def __index__(self):
+        return 1
+
+
+BAD_TYPES = ["5", b"5", [], None, object(), OnlyIndex()]
 
 
 # (id, call(dc, value), accepted-type words in the TypeError, values out of range,
@@ -84,8 +93,8 @@ ROWS = {
     "reference_burst.callbacks": (
         lambda dc, v: dc.reference_burst(callbacks=v, threads=1),
         r"callbacks.*int",
-        [0, -5],
-        r">= 1",
+        [0, -5, 10**7 + 1, 10**400],
+        r"(>= 1|from 1 to 10000000)",
         1,
     ),
     "reference_burst.threads": (
@@ -157,6 +166,50 @@ def test_a_good_value_is_accepted(dc, row):
         call(dc, good)
     finally:
         dc.configure(**before)
+
+
+# (id, call(dc, value), the documented bounds: each must be accepted).  A bound
+# refused by an off-by-one is a promise broken as surely as a bad value accepted.
+BOUNDS = {
+    "configure.exit_wait_s": (lambda dc, v: dc.configure(exit_wait_s=v), [0, 31536000]),
+    "SimulatedDriver.wait_idle.timeout_s": (lambda dc, v: _sim(dc).wait_idle(v), [0, 31536000]),
+    "SimulatedDriver.release.threads": (lambda dc, v: _sim(dc).release(v), [1, 1024]),
+    "SimulatedDriver.fail_next_creates.n": (
+        lambda dc, v: _sim(dc).fail_next_creates(v),
+        [0, 2**31 - 1],
+    ),
+    "SimulatedDriver.fail_next_retains.n": (
+        lambda dc, v: _sim(dc).fail_next_retains(v),
+        [0, 2**31 - 1],
+    ),
+    "reference_burst.threads": (
+        lambda dc, v: dc.reference_burst(callbacks=1024, threads=v),
+        [1, 1024],
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "row,value", [pytest.param(r, v, id=f"{r}-{v}") for r, (_, vs) in BOUNDS.items() for v in vs]
+)
+def test_a_value_at_a_documented_bound_is_accepted(dc, row, value):
+    call, _ = BOUNDS[row]
+    before = dc.settings()
+    try:
+        call(dc, value)  # raises (and fails the test) if the bound is refused
+    finally:
+        dc.configure(**before)
+
+
+def test_reference_burst_callbacks_bound_is_checked_before_any_work(dc):
+    """callbacks=10**400 used to pass validation and then never return: it is
+    refused at once, naming the range, with nothing attached or released."""
+    before = dc.counters()
+    with pytest.raises(ValueError, match=r"callbacks must be from 1 to 10000000"):
+        dc.reference_burst(callbacks=10**400, threads=1)
+    assert dc.MAX_BURST_CALLBACKS == 10**7
+    after = dc.counters()
+    assert after["user_objects"] == before["user_objects"], "nothing attached before the refusal"
 
 
 def test_configure_reports_what_it_was_given(dc):

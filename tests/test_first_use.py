@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,53 @@ def test_matrix_load_starts_busy_processes_and_reaps_them(matrix):
     assert matrix.start_load(0) == []
     with pytest.raises(SystemExit, match="--load -1"):
         matrix.start_load(-1)
+
+
+HOLDER = """
+import importlib.util, sys, time
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("m", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+sys.modules["m"] = m
+spec.loader.exec_module(m)
+it = next(i for i in m.MATRIX if i.name == "cp312-pyenv")
+with m.env_lock(it, "holding it for a test"):
+    Path(sys.argv[2]).write_text("held")
+    time.sleep(float(sys.argv[3]))
+"""
+
+
+def test_a_lock_wait_says_who_holds_the_lock_and_repeats_while_waiting(
+    matrix, tmp_path, monkeypatch, capsys
+):
+    """Two checkouts share the environments: one that waits for another's lock
+    prints the holder (pid, command, checkout, for how long, doing what) at
+    once and then a line every LOCK_PROGRESS_S, never waiting silently."""
+    hold_s = 3.0
+    marker = tmp_path / "held"
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(REPO / "tools" / "matrix.py"), str(marker), str(hold_s)],
+        env=dict(os.environ, DC_CACHE=str(tmp_path / "cache"), DC_MATRIX_HELD=""),
+    )
+    try:
+        deadline = time.monotonic() + TIMEOUT_S  # a hang guard for the child's start
+        while not marker.exists():
+            assert child.poll() is None, "the lock holder died before taking the lock"
+            assert time.monotonic() < deadline, "hang guard: the holder never took the lock"
+            time.sleep(0.05)
+        monkeypatch.setattr(matrix, "CACHE", tmp_path / "cache")
+        monkeypatch.setattr(matrix, "LOCK_PROGRESS_S", 0.5)
+        monkeypatch.delenv("DC_MATRIX_HELD", raising=False)
+        it = next(i for i in matrix.MATRIX if i.name == "cp312-pyenv")
+        with matrix.env_lock(it, "the waiter"):
+            pass
+    finally:
+        child.wait(TIMEOUT_S)
+    out = capsys.readouterr().out.splitlines()
+    waits = [ln for ln in out if "waiting (" in ln]
+    # The holder keeps the lock hold_s after the marker: at least two lines half a second apart.
+    assert len(waits) >= 2, out
+    for ln in waits:
+        assert f"held by pid {child.pid} (" in ln and f"of checkout {REPO}" in ln, ln
+        assert "(holding it for a test)" in ln and "holding it for 0 min" in ln, ln
+    assert any("got the lock after" in ln for ln in out), out

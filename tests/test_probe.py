@@ -351,6 +351,37 @@ def test_check_exits_1_when_a_field_is_not_measured(in_table, tmp_path):
     )
 
 
+def test_check_exits_1_when_a_field_changes_type(in_table, tmp_path):
+    """The same digits as a string (31 -> "31") are a change of CPython's
+    behaviour (the probe recorded a different kind of value), reported by name."""
+    typed = json.loads(json.dumps(in_table))
+    cap = typed["fields"]["capacity"]
+    typed["fields"]["capacity"] = str(cap)
+    p = probe_cli("--load", str(write_json(tmp_path / "typed.json", typed)), "--check")
+    assert p.returncode == 1, p.stdout + p.stderr
+    ver = in_table["interpreter"]["version"]
+    assert (
+        f"CPython behaviour changed: {ver} capacity expected {report.fmt(cap)}, measured "
+        f"{report.fmt(str(cap))}" in p.stdout.splitlines()
+    ), p.stdout
+    assert "check: 1 difference(s) from the expected table" in p.stdout
+
+
+def test_check_exits_1_when_a_measured_field_has_no_row(in_table, tmp_path):
+    """A field the probe measured but the expected table has no row for is a
+    difference too (report.differences' docstring): a new probe field cannot
+    pass unreviewed."""
+    extra = json.loads(json.dumps(in_table))
+    extra["fields"]["made_up.field"] = 1
+    p = probe_cli("--load", str(write_json(tmp_path / "extra.json", extra)), "--check")
+    assert p.returncode == 1, p.stdout + p.stderr
+    ver = in_table["interpreter"]["version"]
+    assert (
+        f"CPython behaviour changed: {ver} made_up.field expected {report.fmt(report.NO_ROW)}, "
+        f"measured 1" in p.stdout.splitlines()
+    ), p.stdout
+
+
 def test_check_without_check_flag_exits_0_on_a_difference(measured, tmp_path):
     # Measuring (or printing a saved run) is not checking: exit 0, no verdict.
     p = probe_cli("--load", str(write_json(tmp_path / "changed.json", changed_capacity(measured))))

@@ -17,6 +17,7 @@ claims true), in the cp312-pyenv environment; it reads text only.
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,17 @@ def test_the_verification_page_renders_the_ledger():
     assert ".. promise-ledger:: tests/promises.toml" in text
     conf = (REPO / "docs" / "conf.py").read_text()
     assert '"dc_promises"' in conf
+
+
+def test_the_contract_opens_with_its_numbered_guarantees_and_comes_early():
+    """The contract's first screen is the numbered guarantees (rendered from
+    the ledger, each with its row, tests and mutants), and the landing page's
+    reading order reaches the contract within its first three entries."""
+    head = (REPO / "docs" / "contract.rst").read_text().splitlines()[:15]
+    assert ".. contract-guarantees:: tests/promises.toml" in head, head
+    index = (REPO / "docs" / "index.rst").read_text()
+    order = re.findall(r"^#\. (.*(?:\n   .*)*)", index, re.M)
+    assert any(":doc:`contract`" in entry for entry in order[:3]), order[:3]
+    rows = _tool().load()
+    contract_rows = [r for r in rows if r["page"] == "docs/contract.rst"]
+    assert contract_rows and all(r.get("row", "").startswith("contract-") for r in contract_rows)

@@ -3,15 +3,20 @@
 # make docs: build the documentation site into build/docs/html.
 #
 # What it does, skipping whatever is already done:
-#   1. Debian packages: doxygen, graphviz (dot), for the browser check in
-#      tests/test_docs.py chromium and chromium-driver, and clang-format for
-#      the format check (tests/test_format.py); apt-get installs the
-#      missing ones (after apt-get update when the package lists are empty).
+#   1. Debian packages: doxygen, graphviz (dot), which the site needs, and,
+#      for the tests only, chromium and chromium-driver (the browser check in
+#      tests/test_docs.py) and clang-format (tests/test_format.py); as root,
+#      apt-get installs the missing ones (after apt-get update when the
+#      package lists are empty).  Not root: a missing doxygen or dot is an
+#      error (one line naming them); the tests' packages are only named.
 #   2. The probe: the version page is generated from build/probe/probe.json,
 #      which `make probe` (tools/matrix.py probe) writes for every interpreter.
-#      When that file is missing or older than the probe's sources, this runs
-#      `python3 tools/matrix.py probe` first.  DC_DOCS_NO_PROBE=1 skips this
-#      step (the build then fails if the file is missing, and says so).
+#      When that file is missing or older than the probe's sources, the page
+#      shows the committed probe data instead, docs/_data/probe.json (the
+#      whole matrix, measured at the commit its stamp names), and says so, on
+#      the page and here: `make docs` needs no matrix, no Debian root and no
+#      root.  DC_DOCS_PROBE=1 runs `python3 tools/matrix.py probe` first
+#      instead (the whole matrix: pyenv and, as root, the Debian root).
 #   3. The hardware evidence: tools/evidence.py rebuilds tests/cpp's
 #      lost_wakeup and gate_sb (-O2), runs them with DC_EVIDENCE_N handoffs
 #      and DC_GATE_N rounds (default 200000 each, a few seconds) and
@@ -33,16 +38,23 @@ say() { echo "[docs] $*"; }
 
 # ------------------------------------------------------------ 1. Debian packages
 need=()
-command -v doxygen >/dev/null || need+=(doxygen)
-command -v dot >/dev/null || need+=(graphviz)
+site_need=()  # what the site itself cannot be built without
+command -v doxygen >/dev/null || { need+=(doxygen); site_need+=(doxygen); }
+command -v dot >/dev/null || { need+=(graphviz); site_need+=(graphviz); }
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
 command -v clang-format >/dev/null || need+=(clang-format)  # tests/test_format.py
 if ((${#need[@]})); then
   if [ "$(id -u)" != 0 ]; then
-    say "missing Debian packages: ${need[*]} (not root: install them with apt-get and run again)"
-    exit 1
+    if ((${#site_need[@]})); then
+      say "missing Debian packages the site needs: ${site_need[*]} (not root: install them with apt-get and run again)"
+      exit 1
+    fi
+    say "not root: not installing ${need[*]} (only the tests need them: the browser and format checks)"
+    need=()
   fi
+fi
+if ((${#need[@]})); then
   say "apt-get install ${need[*]}"
   if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null; then
     say "apt-get update, then install again"
@@ -68,10 +80,16 @@ else
     stale="$probe_json has no provenance stamp or a source it measured changed"
   fi
 fi
+committed_probe=docs/_data/probe.json
+export DC_DOCS_PROBE_JSON=""  # read by docs/_ext/dc_docs.py (probe-matrix); empty: build/probe
 if [ -n "$stale" ]; then
-  if [ "${DC_DOCS_NO_PROBE:-0}" = 1 ]; then
-    say "$stale; DC_DOCS_NO_PROBE=1: not running the probe"
+  if [ "${DC_DOCS_PROBE:-0}" != 1 ] && [ -f "$committed_probe" ]; then
+    DC_DOCS_PROBE_JSON=$committed_probe
+    say "$stale: the version page shows the committed probe data, $committed_probe" \
+      "($(python3 -c 'import json,sys; p=json.load(open(sys.argv[1])).get("provenance") or {}; print("measured at " + str(p.get("commit", "an unrecorded commit"))[:12])' "$committed_probe" 2>/dev/null || echo "its stamp unreadable")," \
+      "and says so; make probe measures this machine's interpreters, DC_DOCS_PROBE=1 runs it first)"
   else
+    [ -f "$committed_probe" ] || say "$committed_probe is missing too: the probe must run"
     say "$stale: running the probe on every interpreter (python3 tools/matrix.py probe)"
     # The probe exits 1 when a measurement differs from the expected table;
     # the version page then shows the difference in bold, so go on as long as

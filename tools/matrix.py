@@ -76,6 +76,14 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+if sys.version_info < (3, 10):  # before anything that needs 3.10 (zip(strict=), X | None)
+    sys.stderr.write(
+        f"[matrix] tools/matrix.py needs Python 3.10 or newer to run, and {sys.executable} is "
+        f"{sys.version.split()[0]}: run it with another python3 (make picks one itself; "
+        "MATRIX_PYTHON=... names it)\n"
+    )
+    sys.exit(2)
+
 REPO = Path(__file__).resolve().parent.parent
 CACHE = Path(
     os.environ.get("DC_CACHE")
@@ -308,8 +316,12 @@ def custom_interp(path: str) -> Interp:
             f"{exe} exited {out.returncode}: {(out.stderr.strip().splitlines() or [''])[-1]}"
         )
         return it
-    md = json.loads(out.stdout.strip().splitlines()[-1])
-    major, minor = md["version_info"][:2]
+    try:
+        md = json.loads(out.stdout.strip().splitlines()[-1])
+        major, minor = md["version_info"][:2]
+    except (ValueError, IndexError, KeyError, TypeError):
+        it.why_missing = f"{exe} is not a Python interpreter (it printed no version)"
+        return it
     it.minor = f"{major}.{minor}"
     it.debug = md["debug"]
     if not os.environ.get("DC_INTERPRETER_NAME"):
@@ -462,26 +474,69 @@ def _ask_metadata(it: Interp) -> dict:
     return md
 
 
+def usage_error(msg: str) -> SystemExit:
+    """One line on stderr, exit status 2 (a usage error, as argparse's): raise
+    what this returns."""
+    print(f"[matrix] {msg}", file=sys.stderr)
+    return SystemExit(2)
+
+
+def usable_custom(path: str) -> Interp:
+    """custom_interp(path), or a usage error (exit 2, one line) when PATH is
+    missing, not CPython or older than 3.10: a job on it could only fail later
+    and less clearly."""
+    it = custom_interp(path)
+    if it.python is None:
+        raise usage_error(f"PYTHON={path}: {it.why_missing}")
+    return it
+
+
 def select(only: str | None, include_docs=False, python: str | None = None) -> list[Interp]:
     if python:
         if only:
-            raise SystemExit("[matrix] --only and --python exclude each other")
-        return [custom_interp(python)]
+            raise usage_error("--only and --python exclude each other")
+        return [usable_custom(python)]
     if only and ("/" in only or only.startswith(".")):
-        return [custom_interp(only)]
+        return [usable_custom(only)]
     if not only:
         return list(MATRIX) + ([DOCS_ENV] if include_docs else [])
     names = only.split(",")
     unknown = set(names) - {i.name for i in MATRIX} - {"docs"}
     if unknown:
-        raise SystemExit(f"[matrix] unknown interpreter(s): {', '.join(sorted(unknown))}")
+        raise usage_error(f"unknown interpreter(s): {', '.join(sorted(unknown))}")
     return [i for i in MATRIX if i.name in names] + ([DOCS_ENV] if "docs" in names else [])
 
 
+#: Seconds between two progress lines while waiting for another run's lock.
+LOCK_PROGRESS_S = 60
+
+
+def lock_holder(path: Path) -> str:
+    """Who holds an environment's lock, as its holder wrote it into the lock
+    file: "pid N (COMMAND) of checkout DIR, holding it for M min S s (DOING)",
+    or a plain reason when the file says nothing readable."""
+    try:
+        h = json.loads(path.read_text() or "{}")
+        held = max(0, int(time.time() - float(h["since"])))
+        return (
+            f"pid {h['pid']} ({h['command']}) of checkout {h['checkout']}, holding it for "
+            f"{held // 60} min {held % 60} s ({h['doing']})"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return "a run that did not say who it is"
+
+
 @contextlib.contextmanager
-def env_lock(it: Interp):
-    """Serialise provisioning and building of one environment between
-    concurrent invocations (two make targets, or two shells)."""
+def env_lock(it: Interp, doing: str = "building and running a job"):
+    """Serialise provisioning, building and the job run in one environment
+    between concurrent invocations (two make targets, two shells, two
+    checkouts: the environments are shared).
+
+    The holder writes into the lock file its pid, command line, checkout, the
+    time it took the lock and what it does (``doing``); a waiter prints that
+    at once and again every LOCK_PROGRESS_S seconds, with how long it has
+    waited, so no run waits silently on another.  Blocks until the lock is
+    free; errors: OSError from the lock file."""
     held = os.environ.get("DC_MATRIX_HELD", "").split(",")
     if it.name in held:
         # A job run under this lock called the matrix again (the docs test
@@ -491,12 +546,39 @@ def env_lock(it: Interp):
         return
     lockdir = CACHE / "locks"
     lockdir.mkdir(parents=True, exist_ok=True)
-    with open(lockdir / f"{it.key}.lock", "w") as f:
+    path = lockdir / f"{it.key}.lock"
+    with open(path, "a+") as f:  # never "w": that would erase the holder's record
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            say(f"{it.name}: waiting for another matrix run to finish building it")
-            fcntl.flock(f, fcntl.LOCK_EX)
+            start = time.monotonic()
+            next_line = start
+            while True:
+                now = time.monotonic()
+                if now >= next_line:
+                    waited = int(now - start)
+                    say(
+                        f"{it.name}: waiting ({waited // 60} min {waited % 60} s so far) for the "
+                        f"environment's lock, held by {lock_holder(path)}"
+                    )
+                    next_line = now + LOCK_PROGRESS_S
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    time.sleep(1)
+            say(f"{it.name}: got the lock after {int(time.monotonic() - start)} s")
+        record = {
+            "pid": os.getpid(),
+            "command": " ".join(sys.argv),
+            "checkout": str(REPO),
+            "since": time.time(),
+            "doing": doing,
+        }
+        f.seek(0)
+        f.truncate()
+        f.write(json.dumps(record))
+        f.flush()
         yield
 
 
@@ -506,7 +588,7 @@ def run_in(it: Interp, argv: list[str], **kw) -> subprocess.CompletedProcess:
     outside the work tree and are shared by every checkout on the machine: the
     lock keeps another checkout from installing its own build in the middle of
     this run, and the rebuild check undoes one that happened before it."""
-    with env_lock(it):
+    with env_lock(it, f"building this checkout's extension, then running {' '.join(argv[:4])}"):
         build(it, source_hash())
         env = dict(kw.pop("env", None) or os.environ)
         env["DC_MATRIX_HELD"] = ",".join(filter(None, [env.get("DC_MATRIX_HELD", ""), it.name]))
@@ -525,7 +607,12 @@ def prepare(envs: list[Interp], do_build=True) -> list[Interp]:
         if it.python is None:
             say(f"{it.name}: MISSING ({it.why_missing})")
             continue
-        with env_lock(it):
+        with env_lock(
+            it,
+            "provisioning and building the environment"
+            if do_build
+            else "provisioning the environment",
+        ):
             provision(it)
             if do_build:
                 build(it, src)
@@ -909,8 +996,23 @@ def cmd_python(a) -> int:
     return 0
 
 
+def docs_env_fallback() -> list[Interp]:
+    """The docs environment on a machine without pyenv's 3.12 (a fresh clone
+    with one interpreter): the same requirements in a venv made from
+    DC_DOCS_PYTHON, else the python running this script; said in one line."""
+    discover(DOCS_ENV)
+    if DOCS_ENV.python is not None:
+        return [DOCS_ENV]
+    path = os.environ.get("DC_DOCS_PYTHON") or sys.executable
+    it = usable_custom(path)
+    it.extra_reqs = True
+    it.name = f"docs-{it.name}"  # its own venv: not the one make test PYTHON= uses
+    say(f"docs: {DOCS_ENV.why_missing}; using {it.python} ({it.name}) for the docs environment")
+    return [it]
+
+
 def cmd_run(a) -> int:
-    envs = select(a.name)
+    envs = docs_env_fallback() if a.name == "docs" else select(a.name)
     ready = prepare(envs)
     if not ready:
         return 1
@@ -918,6 +1020,18 @@ def cmd_run(a) -> int:
     env = dict(os.environ, PY=it.py, DC_INTERPRETER_NAME=it.name, DC_INTERPRETER_SOURCE=it.source)
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
     return run_in(it, ["env", f"PY={it.py}", *cmd], env=env, cwd=REPO).returncode
+
+
+def cmd_check_python(a) -> int:
+    """The Makefile's check of PYTHON= before any target runs: exit 0 and
+    print nothing when PATH is a CPython 3.10 or newer that runs; else one
+    line on stdout (make's $(error) prints it) and exit 2."""
+    it = custom_interp(a.path) if a.path else None
+    if it is not None and it.python is not None:
+        return 0
+    why = it.why_missing if it is not None else "empty"
+    print(f"PYTHON={a.path}: {why}")
+    return 2
 
 
 def main() -> int:
@@ -956,6 +1070,12 @@ def main() -> int:
     s = sub.add_parser("python")
     s.add_argument("name")
     s.set_defaults(fn=cmd_python)
+    s = sub.add_parser(
+        "check-python",
+        help="print nothing and exit 0 if PATH can be tested here; else one line, exit 2",
+    )
+    s.add_argument("path")
+    s.set_defaults(fn=cmd_check_python)
     s = sub.add_parser("run")
     s.add_argument("name")
     s.add_argument("cmd", nargs=argparse.REMAINDER)

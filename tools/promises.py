@@ -149,6 +149,8 @@ def check(rows: list[dict], mutants: set[str] | None = None) -> list[str]:
                 pages[page] = page_text(page)
             if fold(quote) not in pages[page]:
                 problems.append(f"{rid}: quote no longer on {page}: {quote!r}")
+        if page == "docs/contract.rst" and not str(row.get("row", "")).startswith("contract-"):
+            problems.append(f"{rid}: a contract row needs row = the contract-... anchor stating it")
         given = [k for k in KINDS if row.get(k)]
         if len(given) != 1:
             problems.append(f"{rid}: needs exactly one of mutants, reason, gap (has {given})")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -338,6 +339,11 @@ def _load_facts():
         return None, f"{type(exc).__name__}: {exc}"
 
 
+#: The probe data of the whole matrix, committed: the version page's source
+#: when build/probe/probe.json (make probe) is missing or stale.
+COMMITTED_PROBE = "docs/_data/probe.json"
+
+
 class ProbeMatrix(SphinxDirective):
     """Render ``build/probe/probe.json`` as one table, one column per
     interpreter; footnotes are the citations of the expected table."""
@@ -346,12 +352,20 @@ class ProbeMatrix(SphinxDirective):
     option_spec = {"json": directives.unchanged}
 
     def run(self):
-        path = REPO / self.options.get("json", "build/probe/probe.json")
+        # tools/docs.sh names the committed copy (DC_DOCS_PROBE_JSON) when
+        # build/probe/probe.json is missing or stale; a plain sphinx-build
+        # falls back to it when the measured file is missing.
+        path = REPO / (
+            os.environ.get("DC_DOCS_PROBE_JSON")
+            or self.options.get("json", "build/probe/probe.json")
+        )
+        if not path.exists() and not self.options.get("json"):
+            path = REPO / COMMITTED_PROBE
         self.env.note_dependency(str(path))
         if not path.exists():
             raise self.error(
                 f"{path.relative_to(REPO)} is missing: the version page is generated from it. "
-                "Run `make probe` first (`make docs`, i.e. tools/docs.sh, runs it for you)."
+                "Run `make probe` first (or restore the committed docs/_data/probe.json)."
             )
         data = json.loads(path.read_text())
         from dc_probe_table import render  # docs/_ext/dc_probe_table.py
@@ -364,6 +378,16 @@ class ProbeMatrix(SphinxDirective):
         for p in problems:
             logger.warning("probe-matrix: %s", p, location=self.get_location())
         container = nodes.container(classes=["probe-matrix"])
+        if path == REPO / COMMITTED_PROBE:
+            stamp = data.get("provenance") if isinstance(data, dict) else None
+            commit = str((stamp or {}).get("commit", ""))[:12] or "an unrecorded commit"
+            rst = (
+                f".. note:: This table is the committed probe data, "
+                f":repo-file:`{COMMITTED_PROBE}`, measured at {commit}, not a run of this "
+                "build: ``build/probe/probe.json`` was missing or older than the probe's "
+                "sources. ``make probe`` measures this machine's interpreters; the next "
+                "``make docs`` shows those.\n\n" + rst
+            )
         self.state.nested_parse(
             StringList(rst.splitlines(), source=str(path)), self.content_offset, container
         )

@@ -109,6 +109,67 @@ class PromiseLedger(SphinxDirective):
         return node.children
 
 
+#: Contract rows that are paragraphs, not entry points: their link text.
+PROSE_ROWS = {
+    "contract-arguments": "Arguments",
+    "contract-probe-check": "The probe's check",
+    "contract-provenance": "Data on the pages",
+}
+
+
+def guarantees_rst(rows: list[dict]) -> list[str]:
+    """The contract page's rows of the ledger as a numbered list: each
+    guarantee (its quote), a link to the contract row that states it, the
+    tests that check it and the mutants they kill (or why none can)."""
+    out = []
+    for row in rows:
+        if row["page"] != "docs/contract.rst":
+            continue
+        anchor = row.get("row", "")
+        name = PROSE_ROWS.get(anchor) or anchor.removeprefix("contract-").replace("-", "_")
+        where = f":ref:`{name} <{anchor}>`" if anchor else "(no row)"
+        if row.get("mutants"):
+            tests = sorted({t for m in row["mutants"] for t in killing_tests(m)})
+            guard = (
+                "tested by "
+                + ", ".join(f"``{t}``" for t in tests)
+                + "; mutant "
+                + ", ".join(f":repo-file:`tests/mutants/{m}.py`" for m in row["mutants"])
+            )
+        elif row.get("reason"):
+            guard = f"no mutant possible: {plain(row['reason'])}"
+        else:
+            guard = f"**no guard yet**: {plain(row['gap'])}"
+        out += [f"#. {where}: {row['quote']} ({guard})", ""]
+    return out
+
+
+class ContractGuarantees(SphinxDirective):
+    """``.. contract-guarantees:: PATH``: the ledger's contract rows at PATH as
+    a numbered list (the contract page's first screen)."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        path = REPO / self.arguments[0]
+        self.env.note_dependency(str(path))
+        tool = import_tool("promises")
+        try:
+            rows = tool.load(path)
+        except (OSError, ValueError) as exc:
+            raise self.error(
+                f"contract-guarantees: cannot read {self.arguments[0]}: {exc}"
+            ) from exc
+        for row in rows:
+            for name in row.get("mutants", []):
+                self.env.note_dependency(str(REPO / "tests" / "mutants" / f"{name}.py"))
+        node = nodes.container(classes=["dc-guarantees"])
+        self.state.nested_parse(StringList(guarantees_rst(rows), source=str(path)), 0, node)
+        return [node]
+
+
 def setup(app):
     app.add_directive("promise-ledger", PromiseLedger)
+    app.add_directive("contract-guarantees", ContractGuarantees)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

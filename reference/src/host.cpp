@@ -302,12 +302,12 @@ double seconds_arg(py::handle v, const char* what) {
 }
 
 long long int_arg(py::handle v, const char* what, long long lo, long long hi) {
-  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr()))
+  // An int (or int subclass), never bool and never a mere __index__ object:
+  // the same types seconds_arg and reference_burst accept as an int.
+  if (PyBool_Check(v.ptr()) || !PyLong_Check(v.ptr()))
     throw py::type_error(std::string(what) + ": must be an int, not " + type_name(v));
-  py::object i = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
-  if (!i) throw py::error_already_set();
   int overflow = 0;
-  const long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  const long long n = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
   if (n == -1 && PyErr_Occurred()) throw py::error_already_set();
   if (overflow != 0 || n < lo || n > hi)
     throw py::value_error(std::string(what) + ": must be from " + std::to_string(lo) + " to " +

@@ -245,7 +245,7 @@ std::uint64_t graphs_alive();
 /// Argument checks of the Python API (main or any thread, GIL held; no
 /// blocking).  seconds_arg: an int or float (not bool), else TypeError; an
 /// int too large for a double comes back as +inf, which checked_timeout
-/// refuses.  int_arg: an int (or __index__, not bool), else TypeError;
+/// refuses.  int_arg: an int (not bool, not an object with only __index__), else TypeError;
 /// outside [lo, hi] ValueError naming the range.  bool_arg: a bool, else
 /// TypeError.  `what` names the function and parameter in the message.
 double seconds_arg(py::handle v, const char* what);

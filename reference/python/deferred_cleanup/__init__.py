@@ -228,6 +228,12 @@ def poll() -> str:
     return _native.poll()
 
 
+#: reference_burst's largest ``callbacks``: one payload record per callback is
+#: allocated before the burst, so a larger count would run for hours (or
+#: forever, for a count like 10**400) instead of failing at once.
+MAX_BURST_CALLBACKS = 10**7
+
+
 def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float = 30.0) -> dict:
     """Measure the reference on one burst of destructor callbacks.
 
@@ -238,7 +244,8 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
     the cleanups arrive through pending calls only.
 
     Args:
-        callbacks (int): number of user objects (payloads), >= 1.
+        callbacks (int): number of user objects (payloads), 1 to
+            ``MAX_BURST_CALLBACKS`` (10**7).
         threads (int): number of native driver threads firing together,
             1 <= threads <= callbacks.
         timeout_s (float): seconds to wait for the last cleanup.
@@ -253,9 +260,9 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
     Raises:
         TypeError: ``callbacks`` or ``threads`` not an int, ``timeout_s``
             not an int or float (bool is refused for each).
-        ValueError: ``callbacks`` or ``threads`` below 1, ``threads`` above
-            1024 or more threads than callbacks, ``timeout_s`` not from 0 to
-            one year.
+        ValueError: ``callbacks`` or ``threads`` below 1, ``callbacks``
+            above ``MAX_BURST_CALLBACKS``, ``threads`` above 1024 or more
+            threads than callbacks, ``timeout_s`` not from 0 to one year.
         TimeoutError: not every payload was cleaned within ``timeout_s``.
     """
     for name, value in (("callbacks", callbacks), ("threads", threads)):
@@ -275,7 +282,9 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
             "reference_burst: timeout_s must be a finite number of seconds from 0 to 31536000"
         )
     if callbacks < 1 or threads < 1:
-        raise ValueError("callbacks and threads must be >= 1")
+        raise ValueError("reference_burst: callbacks and threads must be >= 1")
+    if callbacks > MAX_BURST_CALLBACKS:
+        raise ValueError(f"reference_burst: callbacks must be from 1 to {MAX_BURST_CALLBACKS}")
     if threads > 1024:
         raise ValueError("reference_burst: threads must be from 1 to 1024")
     if threads > callbacks:

@@ -762,6 +762,55 @@ def measure(with_burst: bool = True) -> dict:
     }
 
 
+class LoadError(ValueError):
+    """A ``--load`` file that cannot be read or is not a probe result."""
+
+
+#: The keys of ``interpreter`` that :func:`format_table` and the check read.
+_LOAD_METADATA = ("name", "version", "source", "debug", "gil_disabled")
+
+
+def load_result(path: str) -> dict:
+    """Read a probe result written by ``--json`` and check its shape.
+
+    :param path: the file (str).
+    :returns: the result (dict), with ``interpreter`` (a dict holding
+        ``_LOAD_METADATA``, ``version`` a list of at least two ints) and
+        ``fields`` (a dict), whose version reads as (major, minor).
+    :raises LoadError: the file is missing or unreadable (the OS error's
+        words), not JSON (line and column), or not a probe result (what is
+        missing); one line each, which ``main`` prints before exiting 2.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise LoadError(f"cannot read the file: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise LoadError(f"not a probe result: not UTF-8 text ({e.reason})") from None
+    try:
+        result = json.loads(text)
+    except ValueError as e:
+        raise LoadError(f"not a probe result: not JSON ({e})") from None
+    if not isinstance(result, dict):
+        raise LoadError(f"not a probe result: a JSON {type(result).__name__}, not an object")
+    md, fields = result.get("interpreter"), result.get("fields")
+    if not isinstance(md, dict) or not isinstance(fields, dict):
+        raise LoadError('not a probe result: no "interpreter" and "fields" objects')
+    missing = [k for k in _LOAD_METADATA if k not in md]
+    if missing:
+        raise LoadError(f"not a probe result: interpreter has no {', '.join(missing)}")
+    from . import report
+
+    try:
+        report.version_of(result)
+    except (TypeError, ValueError, AttributeError, IndexError):
+        raise LoadError(
+            f"not a probe result: interpreter.version {md['version']!r} is not like '3.12.3'"
+        ) from None
+    return result
+
+
 def format_table(result: dict) -> str:
     """Render one interpreter's measurements as a two-column text table.
 
@@ -805,7 +854,8 @@ exit status:
      differences of a version newer than the table, without --strict
   1  --check found a difference from the table (with --strict: also for a
      version newer than the table)
-  2  bad arguments
+  2  bad arguments, or a --load file that is missing, unreadable or not a
+     probe result (one line on stderr says which)
   other: the probe itself failed (a traceback says where)
 
 environment: DC_INTERPRETER_NAME and DC_INTERPRETER_SOURCE name the
@@ -821,8 +871,9 @@ def main(argv: list[str] | None = None) -> int:
     :param argv: arguments (list[str]; default ``sys.argv[1:]``).
     :returns: exit status (int): 0, or 1 when ``--check`` (or ``--strict``) finds a
         difference from the expected table that counts (see ``HELP_EPILOG``).
-    :raises SystemExit: 2 on bad arguments (argparse); OSError / ValueError when
-        ``--load`` names an unreadable or malformed file.
+        2 when ``--load`` names a missing, unreadable or malformed file (one
+        line on stderr, no traceback).
+    :raises SystemExit: 2 on bad arguments (argparse).
     """
     ap = argparse.ArgumentParser(
         prog="python -m deferred_cleanup.probe",
@@ -861,8 +912,11 @@ def main(argv: list[str] | None = None) -> int:
         _child(a.child)
         return 0
     if a.load:
-        with open(a.load) as f:
-            result = json.load(f)
+        try:
+            result = load_result(a.load)
+        except LoadError as e:
+            print(f"python -m deferred_cleanup.probe: --load {a.load}: {e}", file=sys.stderr)
+            return 2
     else:
         result = measure(with_burst=not a.no_burst)
     print(format_table(result))
@@ -872,7 +926,7 @@ def main(argv: list[str] | None = None) -> int:
         + (
             json.dumps({k: v for k, v in rb.items() if k != "available"})
             if rb.get("available")
-            else "not available (" + rb["why"] + ")"
+            else "not available (" + str(rb.get("why", "no reason recorded")) + ")"
         )
     )
     if a.json:
