@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tools/alternatives.py: the handoffs side by side ("When to use what").
 
 Two kinds of check:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The examples/ extensions, built against this source tree, pass their tests.
 
 Each example's CMakeLists.txt is written as a user writes it

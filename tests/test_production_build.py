@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A production build of deferred_cleanup._native has no test hook.
 
 The `_test_` hooks (reference/testing/test_hooks.cpp) and the host's calls

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tools/provenance.py: a stamp says which sources a measured figure measured,
 and ``changed`` lists every source that differs since (edited, removed or new),
 which the docs build turns into a page's "measured on older code" notice."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """When to use what: the handoffs an extension author could pick, side by side.
 
 One workload, five handoffs.  A pool of 8 native threads (no Python thread

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Does a fork() that cuts Py_AddPendingCall break the child's pending calls,
 and how often does a fork land there: the widened-window measurement.
 

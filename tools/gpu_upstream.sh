@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_upstream.sh: the GPU session of the upstream findings (cuda-core
 # holes, notes/upstream/), in one command from the root of a checkout:
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gpu_upstream_collect.sh DIR: put what tools/gpu_upstream.sh brought back
 # from the GPU host (DIR: the device call's files_at) into
 # notes/upstream/results/ (replaced whole), each data file stamped with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The "When to use what" tables, rendered at build time from the JSON that
 ``tools/alternatives.py`` wrote.
 

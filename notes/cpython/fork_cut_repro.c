@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* fork_cut_repro.c: does a fork() that cuts Py_AddPendingCall break the
  * child's pending calls?  A standalone reproducer: it needs a C compiler and
  * an installed CPython (3.10 or later, with its shared library), nothing else.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The C-API host's exit sequence does not wait for the user's outstanding work."""
 
 FILE = "src/cpython/exit.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """dc_hand_off() runs the cleanup on the calling thread instead of queueing it."""
 
 FILE = "src/cpython/host.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The C-API host sends a cleanup's KeyboardInterrupt to sys.unraisablehook."""
 
 FILE = "src/cpython/host.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The C-API host drops a cleanup's exception instead of reporting it."""
 
 FILE = "src/cpython/host.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuda-core-1.2-fixed without the drain's fence (one of the two)."""
 
 FILE = "include/deferred_cleanup/queue.hpp"

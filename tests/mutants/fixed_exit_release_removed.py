@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuda-core-1.2-fixed without its exit fix: no atexit-phase exit hook."""
 
 FILE = "include/deferred_cleanup/comparison/policies.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """cuda-core-1.2-fixed's gate check left at the shipped acquire order."""
 
 FILE = "include/deferred_cleanup/comparison/policies.hpp"

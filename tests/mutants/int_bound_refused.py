@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An int parameter exactly at its documented upper bound is refused (off by one)."""
 
 FILE = "reference/src/host.cpp"

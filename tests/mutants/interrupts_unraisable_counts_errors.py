@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """interrupts_unraisable counts every unraisable cleanup error, not only the later interrupts."""
 
 FILE = "reference/src/host.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The probe's comparison compares values as printed: 31 and "31" are the same to it."""
 
 FILE = "reference/python/deferred_cleanup/report.py"

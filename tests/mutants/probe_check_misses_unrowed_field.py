@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The probe's comparison looks only at the table's fields: a measured field with no row passes."""
 
 FILE = "reference/python/deferred_cleanup/report.py"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """tools/provenance.py compares only the sources that exist now: a removed source goes unseen."""
 
 FILE = "tools/provenance.py"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // altpool: the handoffs an extension author could pick instead of
 // deferred_cleanup, on one workload, for tools/alternatives.py.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The smallest example: an object dropped by a native thread is released on
 the main thread.  Time bounds are generous hang guards."""
 

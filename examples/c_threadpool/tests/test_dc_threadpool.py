@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of the dc_threadpool example: what a user of it sees.
 
 Run with the built module importable (PYTHONPATH), on every interpreter.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tests of the dc_pool example (pybind11, std::thread pool): what a user sees.
 
 Run with the built module importable (PYTHONPATH), on every interpreter.

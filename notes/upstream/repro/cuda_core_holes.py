@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Standalone reproducers of three holes in cuda-core's deferred cleanup.
 
 Runs against the cuda-core that ``python3 -m pip install cuda-core`` put into

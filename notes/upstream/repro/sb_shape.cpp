@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // sb_shape.cpp: the cuda-core 1.2.0 drain tail's instruction shape, alone.
 //
 // Standalone (no header of the deferred-cleanup project): a lock-free
