@@ -25,7 +25,8 @@ CORE = REPO / "include" / "deferred_cleanup"
 SPDX = "SPDX-License-Identifier: Apache-2.0"
 # What counts as a source file: code in any language the repository builds or runs.
 SOURCE_RE = re.compile(r"\.(cpp|hpp|h|c|py|sh|cmake|pxd|pyx)$|(^|/)CMakeLists\.txt$|(^|/)Makefile$")
-# The comparison policies and the reference module's driver interface are not the core.
+# The comparison policies and the reference module's driver interface are not the core; nor
+# is cpython/, the CPython host's headers (they include Python.h).
 NOT_CORE = {"comparison/policies.hpp", "driver.hpp"}
 
 
@@ -90,7 +91,7 @@ def _core_headers() -> list[str]:
     return sorted(
         str(p.relative_to(CORE.parent))
         for p in CORE.rglob("*.hpp")
-        if str(p.relative_to(CORE)) not in NOT_CORE
+        if str(p.relative_to(CORE)) not in NOT_CORE and p.relative_to(CORE).parts[0] != "cpython"
     )
 
 

@@ -6,7 +6,7 @@
  * callback, another runtime's garbage collector) to the CPython main thread,
  * where it runs with the GIL held.  For C, Cython (deferred_cleanup.pxd
  * beside this file) and Rust (bindgen) users.  The types are opaque; the
- * library (src/cpython/*.cpp, CMake target deferred_cleanup::cpython) is
+ * library (the .cpp files of src/cpython/, CMake target deferred_cleanup::cpython) is
  * compiled into the user's extension, one host per extension.
  *
  * The life of an item:
