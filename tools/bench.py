@@ -75,6 +75,7 @@ TARGET_CONSUMER = 1.2  # through the queue / direct (end to end)
 TARGET_FLAT = 1.5  # per-item drain cost, 10^7 / 10^3 ("flat": no super-linear growth)
 SOURCE_GLOBS = [
     "include/deferred_cleanup/*.hpp",
+    "include/deferred_cleanup/comparison/*.hpp",
     "tests/bench/*.cpp",
     "tests/bench/*.hpp",
     "tests/bench/CMakeLists.txt",

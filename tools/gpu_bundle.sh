@@ -62,10 +62,10 @@ cp "$CACHE"/cuda_core-1.2.2-*.whl "$DEST/wheels-cc122/"
 
 say "scripts and provenance stamps"
 cp tools/bench.py tools/gpu_compare.py tools/gpu_session.sh tools/provenance.py "$DEST/tools/"
-python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' \
+python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 'include/deferred_cleanup/comparison/*.hpp' \
   --glob 'tests/bench/*.cpp' --glob 'tests/bench/*.hpp' --glob 'tests/bench/CMakeLists.txt' \
   >"$DEST/provenance-bench.json"
-python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' \
+python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 'include/deferred_cleanup/comparison/*.hpp' \
   --glob 'reference/src/*.cpp' --glob 'reference/src/*.hpp' \
   --glob 'reference/python/deferred_cleanup/*.py' --glob 'tools/gpu_compare.py' \
   --glob 'tools/pending_call_counter.c' >"$DEST/provenance-gpu-compare.json"
