@@ -82,6 +82,9 @@ def test_a_completion_during_interpreter_exit_is_released_before_exit():
 def test_ctrl_c_during_a_long_drain_arrives_after_it_and_every_cleanup_runs_once():
     p = _child("""
         import json, os, signal, threading, time
+        # A shell without job control starts background jobs with SIGINT
+        # ignored, and Python then installs no handler: put Python's back.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         import dc_threadpool as m
         seen = []
         started = threading.Event()
