@@ -35,10 +35,13 @@ def python_sigint_handler():
     signal.signal(signal.SIGINT, old)
 
 
-def test_ctrl_c_during_a_long_drain_is_delivered_after_it(
+def test_ctrl_c_in_a_finalizer_stops_the_drain_and_leaves_the_rest_queued(
     dc, recorder, lose_call, python_sigint_handler
 ):
-    """A real SIGINT arrives while the 10th of 2000 finalizers runs.
+    """A real SIGINT raised while the 11th of 2000 finalizers runs stops the
+    drain there (docs: Caveats, the early stop): drain_now() raises
+    KeyboardInterrupt with 11 cleanups run; the other 1989 stay queued and
+    the next drain releases them, each exactly once.
 
     Python's own handler is installed for the test: a process started in the
     background by a shell without job control inherits SIGINT ignored, and
@@ -54,10 +57,74 @@ def test_ctrl_c_during_a_long_drain_is_delivered_after_it(
     _queue(dc, 2000, fin)
     with pytest.raises(KeyboardInterrupt):
         dc.drain_now()
+    assert len(recorder.calls) == 11, "the drain stops after the cleanup that raised"
+    assert not dc.counters()["queue_empty"], "the rest stays queued"
+    assert dc.drain_now() == 1989
     assert len(recorder.calls) == 2000 and set(recorder.calls.values()) == {1}, (
         "every cleanup ran exactly once"
     )
     assert dc.counters()["deferred_interrupts"] >= 1
+
+
+def test_sigint_during_a_slow_drain_arrives_at_once_and_the_pending_call_finishes_it(
+    dc, recorder, python_sigint_handler
+):
+    """SIGINT sent to the main thread from another thread while a pending call
+    drains 200 cleanups of 10 ms each (2 s): the KeyboardInterrupt reaches the
+    interrupted code with at most one cleanup started after the signal was
+    sent (the one it interrupts, or the next whose first bytecode raises),
+    not after the whole drain; the rest stay queued with a pending call
+    re-armed, which releases them without any entry point, each exactly once,
+    on the main thread.  Counting cleanups instead of milliseconds keeps the
+    rule independent of the machine's load; the 60 s deadlines are hang
+    guards."""
+    n = 200
+    starts = []
+    main = threading.main_thread().ident
+
+    def fin(i):
+        starts.append(time.monotonic())
+        recorder(i)
+        time.sleep(0.01)  # a slow cleanup; drops the GIL, so the sender runs
+
+    d = _held_graph(dc, n, fin)
+    sent = []
+
+    def sender():
+        deadline = time.monotonic() + 60
+        while len(starts) < 5 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        signal.pthread_kill(main, signal.SIGINT)
+        sent.append(time.monotonic())
+
+    t = threading.Thread(target=sender)
+    before = dc.counters()
+    caught = None
+    deadline = time.monotonic() + 60
+    t.start()
+    try:
+        d.release(1)  # not an entry point: the destructors push and add the pending call
+        while time.monotonic() < deadline:  # plain Python: the pending call drains here
+            time.sleep(0.001)
+    except KeyboardInterrupt:
+        caught = time.monotonic()
+    t.join(60)
+    assert caught is not None and sent, "KeyboardInterrupt reached the interrupted code"
+    ran_at_interrupt = len(starts)
+    after_signal = sum(1 for s in starts if s > sent[0])
+    assert after_signal <= 1, (
+        f"{after_signal} cleanups started after SIGINT was sent; the interrupt came "
+        f"{(caught - sent[0]) * 1e3:.0f} ms after it"
+    )
+    assert ran_at_interrupt < n, "the drain stopped early"
+    while len(recorder.calls) < n and time.monotonic() < deadline + 60:
+        time.sleep(0.001)  # plain Python again: only the re-armed pending call can drain
+    assert d.wait_idle(10)
+    after = dc.counters()
+    assert recorder.calls == {i: 1 for i in range(n)}, "every cleanup ran exactly once"
+    assert recorder.threads == {main}
+    assert after["direct_drains"] == before["direct_drains"], "no entry point drained"
+    assert after["deferred_interrupts"] - before["deferred_interrupts"] == 1
 
 
 def test_system_exit_in_a_finalizer_reaches_the_program(dc, recorder, lose_call):
@@ -71,7 +138,9 @@ def test_system_exit_in_a_finalizer_reaches_the_program(dc, recorder, lose_call)
     with pytest.raises(SystemExit) as e:
         dc.stats()
     assert e.value.code == 7
-    assert len(recorder.calls) == 10
+    assert len(recorder.calls) == 4, "the drain stops after the cleanup that raised"
+    assert dc.drain_now() == 6
+    assert recorder.calls == {i: 1 for i in range(10)}, "the rest ran later, once each"
 
 
 def test_interrupt_from_a_pending_call_is_raised_in_the_interrupted_code(dc, recorder):
@@ -167,23 +236,28 @@ def _drain_all(dc, d, recorder, n, via):
 
     via="drain_now": call drain_now() at once (the pending call the destructors
     add may then run inside one of its cleanups); via="pending": plain Python
-    only, so the pending call drains.  Returns the KeyboardInterrupt/SystemExit
-    instances raised to this code, in order (each caught here: none escapes).
+    only, so the pending call drains.  A drain stops at the first interrupt
+    and re-arms the pending call for the rest, which may deliver the next one
+    anywhere in this code: everything runs inside one loop that catches them.
+    Returns the KeyboardInterrupt/SystemExit instances raised to this code,
+    in order (each caught here: none escapes).
     """
     caught = []
     deadline = time.monotonic() + 20
-    try:
-        d.release(1)  # not an entry point; the destructors push and add the pending call
-        if via == "drain_now":
-            dc.drain_now()  # at once: destructors may still be pushing
-        while len(recorder.calls) < n and time.monotonic() < deadline:
-            time.sleep(0.001)  # plain Python: the pending call may run here
-    except (KeyboardInterrupt, SystemExit) as e:
-        caught.append(e)
-    assert d.wait_idle(10)
-    while len(recorder.calls) < n and time.monotonic() < deadline:
+    released = False
+    while True:
         try:
-            dc.drain_now()
+            if not released:
+                released = True
+                d.release(1)  # not an entry point; the destructors push and add the pending call
+                if via == "drain_now":
+                    dc.drain_now()  # at once: destructors may still be pushing
+            while len(recorder.calls) < n and time.monotonic() < deadline:
+                time.sleep(0.001)  # plain Python: the pending call may run here
+            assert d.wait_idle(10)
+            while len(recorder.calls) < n and time.monotonic() < deadline:
+                dc.drain_now()
+            break
         except (KeyboardInterrupt, SystemExit) as e:
             caught.append(e)
     return caught
@@ -194,7 +268,8 @@ def _drain_all(dc, d, recorder, n, via):
 def test_two_interrupts_are_never_lost(dc, recorder, monkeypatch, case, via):
     """Two cleanups raise KeyboardInterrupt/SystemExit(4).  The program sees
     the first; the second is reported to sys.unraisablehook when both ran in
-    one drain, or raised too when they ran in two drains.  Never neither."""
+    one drain, or raised too when they ran in two drains (the first stops its
+    drain, so here they do).  Never neither."""
     first, second = _TWO[case]
     unraisable = []
     monkeypatch.setattr("sys.unraisablehook", lambda u: unraisable.append(u.exc_type))

@@ -1,0 +1,28 @@
+"""Scenario: paused simulated drivers whose destructor calls are still due at
+exit.
+
+usage: exit_backstop_drivers.py DRIVERS EXIT_WAIT_S BACKSTOP_WAIT_S
+Makes DRIVERS drivers, each holding the destructor calls of one destroyed
+graph of 10 payloads (never released), then exits with
+configure(exit_wait_s=EXIT_WAIT_S, backstop_wait_s=BACKSTOP_WAIT_S).  With
+DRIVERS = 0 it only configures (the baseline).  Prints {"held": total} as its
+last line.
+"""
+
+import json
+import sys
+
+import deferred_cleanup as dc
+
+k, exit_wait_s, backstop_wait_s = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+dc.configure(exit_wait_s=exit_wait_s, backstop_wait_s=backstop_wait_s)
+drivers = []
+for _ in range(k):
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    for i in range(10):
+        g.attach(i)
+    d.set_hold(True)
+    g.destroy()
+    drivers.append(d)
+print(json.dumps({"held": sum(d.held for d in drivers)}), flush=True)
