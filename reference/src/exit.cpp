@@ -222,8 +222,8 @@ void release_after_exit() {
   if (!host_is_main_thread() || finalizing_now()) return;
   ReferenceQueue& q = *g_reference;
   if (!q.host_alive() || q.draining()) return;
-  ++g_exit.late_graphs;            // main thread only (GIL)
   g_exit_sequence_running = true;  // releases everything: no early stop
+  ++g_exit.late_graphs;            // main thread only (GIL)
   g_exit.late_drained += await_due_destructors(q);
   g_exit_sequence_running = false;
 }
