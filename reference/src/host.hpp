@@ -147,7 +147,7 @@ PyPayload* new_payload(py::handle obj, py::handle finalizer);
 void release_uncreated(PyPayload* p);
 
 /// The entry-point step of the chosen variant; raises a KeyboardInterrupt or
-/// SystemExit that a cleanup raised (after the drain finished).
+/// SystemExit that a cleanup raised (the drain stopped after that cleanup).
 void entry();
 
 /// Raise the KeyboardInterrupt/SystemExit a cleanup raised, if any.
