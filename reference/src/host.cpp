@@ -156,7 +156,7 @@ bool python_frame_running() {
 }
 
 int host_after_drain() {
-  PyObject *t, *v, *tb;
+  PyObject *t = nullptr, *v = nullptr, *tb = nullptr;
   if (g_cleanup_depth > 0) return 0;  // inside a cleanup: the outermost drain delivers it
   if (g_deferred_type == nullptr) return 0;
   if (!python_frame_running()) {
