@@ -298,9 +298,12 @@ def test_two_interrupts_are_never_lost(dc, recorder, monkeypatch, case, via):
 def test_an_entry_point_inside_a_cleanup_does_not_take_the_interrupt(
     dc, recorder, monkeypatch, entry
 ):
-    """Cleanup 1 raises KeyboardInterrupt; cleanup 2 calls an entry point.  The
-    entry point must not raise the saved interrupt inside cleanup 2: it is
-    raised once, where the drain was entered."""
+    """Cleanup 1's finalizer raises KeyboardInterrupt; then, in the same
+    cleanup, its payload's ``__del__`` calls an entry point (or raises an
+    ordinary error whose hook calls one).  The drain stops only after that
+    cleanup, so the interrupt is saved and not yet delivered there: the entry
+    point must not raise it inside the cleanup.  It is raised once, where the
+    drain was entered."""
     unraisable = []
     inner = []
     side = dc.SimulatedDriver()
@@ -321,20 +324,33 @@ def test_an_entry_point_inside_a_cleanup_does_not_take_the_interrupt(
         else:
             getattr(dc, entry)()
 
-    def fin(i):
-        recorder(i)
-        if i == 1:
-            raise KeyboardInterrupt
-        if i == 2 and entry == "unraisablehook":
-            raise ValueError("an ordinary error: reported to the hook")
-        if i == 2:
+    class Payload:
+        def __init__(self, i):
+            self.i = i
+
+        def __del__(self):  # runs in the cleanup, after its finalizer
+            if self.i != 1:
+                return
+            if entry == "unraisablehook":
+                raise ValueError("an ordinary error: reported to the hook")
             try:
                 call_entry()
             except BaseException as e:  # noqa: BLE001 - what the cleanup saw is the point
                 inner.append(type(e))
 
+    def fin(p):
+        recorder(p.i)
+        if p.i == 1:
+            raise KeyboardInterrupt
+
     n = 5
-    d = _held_graph(dc, n, fin)
+    d = dc.SimulatedDriver()
+    g = d.create_graph()
+    for i in range(n):
+        g.attach(Payload(i), fin)  # the payload holds the only reference
+    d.set_hold(True)
+    g.destroy()
+    assert d.held == n
     before = dc.counters()
     caught = _drain_all(dc, d, recorder, n, "drain_now")
     assert inner == [], f"the entry point inside the cleanup raised {inner}"
@@ -345,15 +361,16 @@ def test_an_entry_point_inside_a_cleanup_does_not_take_the_interrupt(
 
 
 def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorder, monkeypatch):
-    """Cleanup 0 raises KeyboardInterrupt; cleanup 1 waits, dropping the GIL,
-    until the pending call the destructors added has run inside it.  That
-    nested pending call must not raise the saved interrupt in cleanup 1 (nor
-    raise it twice: once there, once more by the drain).
+    """The one payload's finalizer raises KeyboardInterrupt; then, in the same
+    cleanup, the payload's ``__del__`` waits, dropping the GIL, until the
+    pending call the destructor added has run inside it.  That nested pending
+    call must not raise the saved interrupt in ``__del__`` (nor raise it
+    twice: once there, once more by the drain).
 
-    No bytecode runs between the release and cleanup 1, so the pending call
+    No bytecode runs between the release and the cleanup, so the pending call
     cannot run earlier, on any version: wait_idle() then _native.drain_now()
-    are called from C (map over the two callables), and cleanup 0's
-    finalizer is C (signal.default_int_handler raises KeyboardInterrupt)."""
+    are called from C (map over the two callables), and the finalizer is C
+    (signal.default_int_handler raises KeyboardInterrupt)."""
     unraisable = []
     monkeypatch.setattr("sys.unraisablehook", lambda u: unraisable.append(u.exc_type))
     inner = []
@@ -361,24 +378,26 @@ def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorde
 
     base = []
 
-    def fin(i):
-        # The pending call may already run at this function's first bytecode
-        # (the eval breaker is checked on entry): still inside cleanup 1.
-        try:
-            recorder(i)
-            deadline = time.monotonic() + 10
-            while dc.counters()["drain_cycles"] == base[0] and time.monotonic() < deadline:
-                time.sleep(
-                    0.0005
-                )  # drops the GIL: on 3.10-3.12 the call runs when it is taken back
-            nested.append(dc.counters()["drain_cycles"] - base[0])
-        except BaseException as e:  # noqa: BLE001 - what the cleanup saw is the point
-            inner.append(type(e))
+    class Payload:
+        def __del__(self):
+            # The pending call may already run at this function's first
+            # bytecode (the eval breaker is checked on entry): still inside
+            # the cleanup.
+            try:
+                recorder(1)
+                deadline = time.monotonic() + 10
+                while dc.counters()["drain_cycles"] == base[0] and time.monotonic() < deadline:
+                    time.sleep(
+                        0.0005
+                    )  # drops the GIL: on 3.10-3.12 the call runs when it is taken back
+                nested.append(dc.counters()["drain_cycles"] - base[0])
+            except BaseException as e:  # noqa: BLE001 - what the cleanup saw is the point
+                inner.append(type(e))
 
     d = dc.SimulatedDriver()
     g = d.create_graph()
-    g.attach(0, functools.partial(signal.default_int_handler, signal.SIGINT))  # C: raises at once
-    g.attach(1, fin)
+    # C finalizer: raises at once; the payload holds the only reference.
+    g.attach(Payload(), functools.partial(signal.default_int_handler, signal.SIGINT))
     d.set_hold(True)
     g.destroy()
     before = dc.counters()
@@ -396,8 +415,8 @@ def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorde
         caught.append(e)
     after = dc.counters()
     assert inner == [], f"the pending call inside the cleanup raised {inner}"
-    assert nested == [1], f"witness: the pending call ran inside cleanup 1: {nested}"
+    assert nested == [1], f"witness: the pending call ran inside the cleanup: {nested}"
     assert [type(e) for e in caught] == [KeyboardInterrupt] and unraisable == []
-    assert recorder.calls == {1: 1} and after["cleaned"] - before["cleaned"] == 2
+    assert recorder.calls == {1: 1} and after["cleaned"] - before["cleaned"] == 1
     assert recorder.threads == {threading.main_thread().ident}
     assert after["deferred_interrupts"] - before["deferred_interrupts"] == 1
