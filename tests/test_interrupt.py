@@ -251,18 +251,27 @@ def _drain_all(dc, d, recorder, n, via):
     released = False
     while True:
         try:
-            if not released:
-                released = True
-                d.release(1)  # not an entry point; the destructors push and add the pending call
-                if via == "drain_now":
-                    dc.drain_now()  # at once: destructors may still be pushing
-            while len(recorder.calls) < n and time.monotonic() < deadline:
-                time.sleep(0.001)  # plain Python: the pending call may run here
-            assert d.wait_idle(10)
-            while len(recorder.calls) < n and time.monotonic() < deadline:
-                dc.drain_now()
-            break
+            try:
+                if not released:
+                    released = True
+                    d.release(1)  # not an entry point; the destructors push and add the call
+                    if via == "drain_now":
+                        dc.drain_now()  # at once: destructors may still be pushing
+                while len(recorder.calls) < n and time.monotonic() < deadline:
+                    time.sleep(0.001)  # plain Python: the pending call may run here
+                assert d.wait_idle(10)
+                while len(recorder.calls) < n and time.monotonic() < deadline:
+                    dc.drain_now()
+                break
+            except (KeyboardInterrupt, SystemExit) as e:
+                caught.append(e)
         except (KeyboardInterrupt, SystemExit) as e:
+            # 3.10 checks the eval breaker at an except handler's first
+            # instruction: the re-armed pending call can raise the next one
+            # there, before the inner handler bound the first (its context).
+            first = e.__context__
+            if isinstance(first, (KeyboardInterrupt, SystemExit)) and first not in caught:
+                caught.append(first)
             caught.append(e)
     return caught
 
