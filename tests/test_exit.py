@@ -313,7 +313,7 @@ def test_exit_waits_as_configured_whatever_the_drivers(scenario, exit_wait_s, ba
     out = scenario("exit_backstop_drivers", "10", *args, timeout_s=120)
     t2 = time.monotonic()
     assert base["rc"] == 0 and out["rc"] == 0, (base["stderr"], out["stderr"])
-    assert out["result"] == {"held": 100}
+    assert out["result"] == {"due": 100}
     extra = (t2 - t1) - (t1 - t0)
     assert extra < exit_wait_s + backstop_wait_s + 4.0, (
         f"exit took {extra:.1f} s more with 10 paused drivers; configured "
