@@ -41,6 +41,13 @@ ROWS = {
         r"(from 0 to 31536000|> 0 seconds)",
         1.0,
     ),
+    "configure.backstop_wait_s": (
+        lambda dc, v: dc.configure(backstop_wait_s=v),
+        r"backstop_wait_s.*int or float",
+        [2**1024, -1, math.inf, math.nan, 10**10],
+        r"from 0 to 31536000",
+        5.0,
+    ),
     "SimulatedDriver.wait_idle.timeout_s": (
         lambda dc, v: _sim(dc).wait_idle(v),
         r"timeout_s.*int or float",
@@ -113,7 +120,11 @@ ROWS = {
     ),
 }
 
-NONE_OK = {"configure.exit_wait_s", "configure.stale_claim_s"}  # None keeps the current value
+NONE_OK = {
+    "configure.exit_wait_s",
+    "configure.stale_claim_s",
+    "configure.backstop_wait_s",
+}  # None keeps the current value
 
 
 def _extra_bad(row):
@@ -215,8 +226,8 @@ def test_reference_burst_callbacks_bound_is_checked_before_any_work(dc):
 def test_configure_reports_what_it_was_given(dc):
     before = dc.settings()
     try:
-        dc.configure(exit_wait_s=3, stale_claim_s=0.25)
-        assert dc.settings() == {"exit_wait_s": 3.0, "stale_claim_s": 0.25}
+        dc.configure(exit_wait_s=3, stale_claim_s=0.25, backstop_wait_s=0.5)
+        assert dc.settings() == {"exit_wait_s": 3.0, "stale_claim_s": 0.25, "backstop_wait_s": 0.5}
     finally:
         dc.configure(**before)
 

@@ -60,7 +60,34 @@
 namespace deferred_cleanup {
 
 // [doc:drain]
-/// Run the cleanups of a taken (FIFO) list, each exactly once.
+/// Put the cleanups a stopped drain did not run back on the queue, in their
+/// order, and make sure a pending call is outstanding for them.
+///
+/// Thread: main thread (the consumer).  Never blocks beyond schedule().
+/// Memory ordering: each push() is P::push, as a producer's; schedule() is
+/// the producer's slow path (scheduling.hpp), so the put-back items are
+/// never left without a pending call while the queue accepts (after the
+/// exit sequence closed it, the final drain takes them).
+/// Errors: none thrown; a refused pending call leaves them queued for the
+/// next entry point, as for any item.
+/// Source: this project (the early stop of a drain; docs: Caveats).
+/// @param q the queue
+/// @param rest the untaken remainder of a taken list (FIFO), or nullptr
+template <class P>
+void put_back(BasicQueue<P>& q, DeferredCleanupItem* rest) noexcept {
+  if (rest == nullptr) {
+    return;
+  }
+  while (rest != nullptr) {
+    DeferredCleanupItem* next = rest->next;
+    q.push(rest);  // pushed oldest first: the next take_all() returns them in order
+    rest = next;
+  }
+  schedule(q);  // the pending call re-armed for them
+}
+
+/// Run the cleanups of a taken (FIFO) list, each exactly once, or until the
+/// host asks the drain to stop.
 ///
 /// Thread: main thread.  Blocks as long as the cleanups do.
 /// Memory ordering: none of its own; the list was acquired by take_all().
@@ -68,26 +95,38 @@ namespace deferred_cleanup {
 /// may free the item.
 /// Errors: none; cleanups are noexcept and a Python error inside one is the
 /// host's to report (sys.unraisablehook), so one bad payload never stops
-/// the rest.
+/// the rest.  Early stop: when `stopped` is given and the host's
+/// stop_drain() says so after a cleanup, the rest of the list goes back on
+/// the queue (put_back) and *stopped is set; nothing is lost or run twice.
 /// Source: cuda-python PR #2371.
 /// @param q the queue whose statistics are updated
 /// @param list items returned by take_all()
+/// @param stopped nullptr (never stop), or where to record an early stop
 /// @return the number of cleanups run
 template <class P>
-std::size_t run_list(BasicQueue<P>& q, DeferredCleanupItem* list) noexcept {
+std::size_t run_list(BasicQueue<P>& q, DeferredCleanupItem* list,
+                     bool* stopped = nullptr) noexcept {
   std::size_t n = 0;
+  const Host& host = q.host();
   while (list != nullptr) {
     DeferredCleanupItem* next = list->next;  // read before cleanup may free the item
     run_cleanup(list);
     ++n;
     list = next;
+    if (stopped != nullptr && host.stop_drain != nullptr && host.stop_drain()) {
+      *stopped = true;  // the host delivers what stopped it where the drain was entered
+      put_back(q, list);
+      break;
+    }
   }
   // Once per list, not per item: a relaxed RMW is still a locked instruction on x86-64.
   q.stats.cleaned.fetch_add(n, std::memory_order_relaxed);  // statistics only
   return n;
 }
 
-/// Take and run until a take comes back empty.  Does not touch scheduled_.
+/// Take and run until a take comes back empty, or until the host stops the
+/// drain early (Host::stop_drain; the rest stays queued with a pending call
+/// outstanding).  Does not touch scheduled_.
 ///
 /// Thread: main thread.  Blocks as long as the cleanups do.
 /// Memory ordering: each take_all() is P::take (acquire or seq_cst).
@@ -103,12 +142,13 @@ std::size_t drain_all(BasicQueue<P>& q) noexcept {
   }
   q.set_draining(true);
   std::size_t n = 0;
-  for (;;) {
+  bool stopped = false;
+  while (!stopped) {
     DeferredCleanupItem* list = q.take_all();
     if (list == nullptr) {
       break;
     }
-    n += run_list(q, list);
+    n += run_list(q, list, &stopped);
   }
   q.set_draining(false);
   return n;

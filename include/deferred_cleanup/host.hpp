@@ -65,6 +65,17 @@ struct Host {
   /// pending call returns (0, or -1 with an exception set to deliver a
   /// KeyboardInterrupt or SystemExit that a cleanup raised).  Thread: main.
   int (*after_drain)() = nullptr;
+  /// Optional: asked by a drain after each cleanup whether to stop early
+  /// (may be nullptr: never).  On true the drain puts the cleanups it has
+  /// not run back on the queue, in their order, and makes sure a pending
+  /// call is outstanding for them (drain.hpp, run_list).  The CPython host
+  /// stops once a cleanup raised KeyboardInterrupt or SystemExit (or a
+  /// signal handler run here did) and the drain can deliver it now.
+  /// Thread: main, inside a drain, between two cleanups; may run the host's
+  /// own handlers (CPython: PyErr_CheckSignals) but must not drain.
+  /// Memory ordering: none asked of it; the put-back is push() (P::push).
+  /// Errors: must not throw; a failure means "do not stop".
+  bool (*stop_drain)() = nullptr;
 };
 // [end-doc:host]
 
@@ -82,6 +93,14 @@ DEFERRED_CLEANUP_LOCAL inline constexpr std::int64_t kDefaultStaleClaimNs = 1'00
 /// Source: this project (deferred_cleanup.configure(exit_wait_s=...)).
 DEFERRED_CLEANUP_LOCAL inline constexpr std::int64_t kDefaultExitWaitNs = 5'000'000'000;
 
+/// Default total wait of the Py_AtExit backstop for simulated drivers'
+/// destructor calls and producers inside the host: five seconds
+/// (nanoseconds), for all drivers together.
+///
+/// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
+/// Source: this project (deferred_cleanup.configure(backstop_wait_s=...)).
+inline constexpr std::int64_t kDefaultBackstopWaitNs = 5'000'000'000;
+
 /// The settings deferred_cleanup.configure() writes, in one place.
 ///
 /// Thread: written by the host's configure() (main thread), read by any
@@ -96,6 +115,9 @@ struct Settings {
   /// The exit sequence's step 0 drains for at most this long while
   /// destructors are due (nanoseconds, >= 0; shutdown.hpp, host).
   std::atomic<std::int64_t> exit_wait_ns{kDefaultExitWaitNs};
+  /// The Py_AtExit backstop waits at most this long in all, whatever the
+  /// number of drivers (nanoseconds, >= 0; the CPython host's exit.cpp).
+  std::atomic<std::int64_t> backstop_wait_ns{kDefaultBackstopWaitNs};
 };
 // [end-doc:settings]
 

@@ -26,6 +26,7 @@
 // Settings in deferred_cleanup/host.hpp).
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -122,6 +123,7 @@ void write_stats_json(const char* path, std::int64_t backstop_ns) {
       {"host_calls_after_teardown", &c.host_calls_after_teardown},
       {"deferred_interrupts", &c.deferred_interrupts},
       {"interrupts_unraisable", &c.interrupts_unraisable},
+      {"interrupts_held_at_flush", &c.interrupts_held_at_flush},
       {"daemon_parks", &c.daemon_parks}};
   for (const auto& [k, v] : host_vals)
     std::fprintf(f, ", \"%s\": %llu", k, u(v->load(std::memory_order_relaxed)));  // statistics only
@@ -193,8 +195,18 @@ void backstop() {
       // No thread could be started: the calls stay held, counted as leaked.
     }
   }
-  for (auto& d : all) d->wait_idle(std::chrono::seconds(5));
-  for (int i = 0; i < 5000 && g_in_host.load(std::memory_order_seq_cst) != 0; ++i)
+  // One deadline for every driver and the producers inside the host
+  // (configure(backstop_wait_s)), whatever the number of drivers.
+  const std::int64_t deadline =
+      start + with_queue([](auto& q) -> Settings& {
+                return q.settings;
+              }).backstop_wait_ns.load(std::memory_order_relaxed);  // a setting
+  auto left = [deadline] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::nanoseconds(std::max<std::int64_t>(0, deadline - now_ns())));
+  };
+  for (auto& d : all) d->wait_idle(left());
+  while (g_in_host.load(std::memory_order_seq_cst) != 0 && left().count() > 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   with_queue([](auto& q) { backstop_at_exit(q); });
   if (g_stats_path[0] != '\0') write_stats_json(g_stats_path, start);
@@ -224,8 +236,10 @@ void release_after_exit() {
   if (!host_is_main_thread() || finalizing_now()) return;
   ReferenceQueue& q = *g_reference;
   if (!q.host_alive() || q.draining()) return;
-  ++g_exit.late_graphs;  // main thread only (GIL)
+  g_exit_sequence_running = true;  // releases everything: no early stop
+  ++g_exit.late_graphs;            // main thread only (GIL)
   g_exit.late_drained += await_due_destructors(q);
+  g_exit_sequence_running = false;
 }
 
 void track_simulated_driver(const std::shared_ptr<SimulatedDriver>& d) {
@@ -292,12 +306,14 @@ py::dict exit_sequence(Q& q) {
   }
   // 0. Drain while destructors of graphs destroyed before exit are still due.
   const std::int64_t start = now_ns();
+  g_exit_sequence_running = true;  // releases everything: no early stop (drain.hpp)
   const std::uint64_t drained = await_due_destructors(q);
   g_exit.drained_while_waiting = drained;
   g_exit.awaited_us = static_cast<std::uint64_t>((now_ns() - start) / 1000);
   // 1.-3. Close, wait out the gate, final drain (shutdown.hpp).  4., host
   // dead, comes when CPython starts finalizing (note_finalizing()).
   const ShutdownOutcome out = shutdown_at_exit(q, kDefaultGateBound);
+  g_exit_sequence_running = false;
   g_counters.shutdown_done.store(true, std::memory_order_relaxed);  // main thread: program order
   g_exit.ran = true;
   g_exit.gate_clear = out.gate_clear;
@@ -336,6 +352,7 @@ void mark_atexit_end() {
   // and the Py_AtExit callbacks.
   if (g_exit.at_ns == 0) g_exit.at_ns = now_ns();
   write_stats_without_backstop();
+  raise_deferred_interrupt();  // one kept from CPython's exit-time flush (host_after_drain)
 }
 }  // namespace
 

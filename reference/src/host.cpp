@@ -14,9 +14,11 @@
 //
 // Cleanups that raise KeyboardInterrupt or SystemExit (Ctrl-C during a long
 // drain, sys.exit() in a finalizer) are not swallowed: the first one is kept,
-// the remaining cleanups still run exactly once, and it is raised where the
-// outermost drain was entered (the pending call returns -1 with it set, so
-// CPython raises it in the interrupted code; an entry point raises it).  A
+// the drain stops early (host_stop_drain; the rest goes back on the queue
+// with a pending call re-armed and still runs exactly once), and it is raised
+// where the outermost drain was entered (the pending call returns -1 with it
+// set, so CPython raises it in the interrupted code; an entry point raises
+// it; in CPython's exit-time flush, with no frame, the exit hook does).  A
 // pending call or entry point that runs inside a cleanup (g_cleanup_depth >
 // 0) delivers nothing: raising there would hand the exception to that
 // cleanup, or to a hook that drops it.  Later ones of the same drain go to
@@ -70,6 +72,9 @@ std::atomic<std::int64_t> g_check_to_call_max{0};
 // where that state is a flag that nothing resets after fork, never runs a
 // pending call again (measured on 3.10-3.15 by tests/test_fork.py; docs Caveats, fork()).
 bool g_in_pending_call = false;
+
+// The exit sequence is draining (exit.cpp; main thread only): no early stop.
+bool g_exit_sequence_running = false;
 
 bool finalizing_now() {
 #if PY_VERSION_HEX >= 0x030D0000
@@ -141,10 +146,32 @@ bool take_deferred(PyObject** type, PyObject** value, PyObject** tb) {
   return true;
 }
 
+/// Whether Python code is running on this thread (a frame to raise into).
+/// A pending call runs with none only in CPython's exit-time flush,
+/// _Py_FinishPendingCalls, called by Py_FinalizeEx after the main module
+/// returned (Python/pylifecycle.c, v3.10.0 to v3.14.0), or from C code that
+/// calls Py_MakePendingCalls outside any frame.  Main thread, GIL held.
+bool python_frame_running() {
+  PyFrameObject* f = PyThreadState_GetFrame(PyThreadState_Get());  // new reference or NULL
+  Py_XDECREF(f);
+  return f != nullptr;
+}
+
 int host_after_drain() {
-  PyObject *t, *v, *tb;
+  PyObject *t = nullptr, *v = nullptr, *tb = nullptr;
   if (g_cleanup_depth > 0) return 0;  // inside a cleanup: the outermost drain delivers it
-  if (!take_deferred(&t, &v, &tb)) return 0;
+  if (g_deferred_type == nullptr) return 0;
+  if (!python_frame_running()) {
+    // CPython's exit-time flush: _Py_FinishPendingCalls turns a -1 into
+    // PyErr_BadInternalCall() chained to our exception and prints it
+    // ("SystemError: ... bad argument to internal function"; Python/ceval.c
+    // v3.10.0 and v3.11.0, Python/ceval_gil.c v3.12.0 and v3.13.0).  Keep
+    // it: the exit hook of the atexit phase, which runs after the flush,
+    // raises it (a comparison variant's end-of-atexit hook too).
+    g_counters.interrupts_held_at_flush.fetch_add(1, std::memory_order_relaxed);  // statistics
+    return 0;
+  }
+  take_deferred(&t, &v, &tb);
   g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
   PyErr_Restore(t, v, tb);  // CPython raises it in the interrupted code
   return -1;
@@ -170,6 +197,24 @@ void report_cleanup_error(PyObject* where) {
     g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
   }
   PyErr_WriteUnraisable(where);
+}
+
+/// Host::stop_drain: after each cleanup of a drain, run CPython's signal
+/// handlers (so a SIGINT between cleanups that run no bytecode is seen at
+/// once), then stop when a KeyboardInterrupt or SystemExit waits to be
+/// delivered and this drain can deliver it now: outermost (not inside a
+/// cleanup), not the exit sequence (which releases everything), and with a
+/// Python frame to raise into (not CPython's exit-time flush).  Main thread,
+/// GIL held; a signal handler's exception is kept or reported as a
+/// cleanup's (report_cleanup_error).  Source: PyErr_CheckSignals,
+/// Doc/c-api/exceptions.rst (long-running C code should call it).
+bool host_stop_drain() {
+  if (g_cleanup_depth > 0 || g_exit_sequence_running) return false;
+  {
+    SavedError saved;
+    if (PyErr_CheckSignals() < 0) report_cleanup_error(nullptr);
+  }
+  return g_deferred_type != nullptr && python_frame_running();
 }
 
 std::set<unsigned long>
@@ -202,7 +247,7 @@ void py_cleanup(void* arg) noexcept {
     if (p->finalizer != nullptr) {
       PyObject* r = PyObject_CallOneArg(p->finalizer, p->obj);
       if (r == nullptr) {
-        report_cleanup_error(p->finalizer);  // a raising finalizer never stops the drain
+        report_cleanup_error(p->finalizer);  // kept or reported; host_stop_drain decides
       } else {
         Py_DECREF(r);
       }
@@ -247,6 +292,7 @@ Host g_host{
     .now_ns = &now_ns,
     .finalizing = &host_finalizing,
     .after_drain = &host_after_drain,
+    .stop_drain = &host_stop_drain,
 };
 
 std::uint64_t destructors_due() {
@@ -459,6 +505,7 @@ py::dict counters() {
     d["host_calls_after_teardown"] = r(c.host_calls_after_teardown);
     d["deferred_interrupts"] = r(c.deferred_interrupts);
     d["interrupts_unraisable"] = r(c.interrupts_unraisable);
+    d["interrupts_held_at_flush"] = r(c.interrupts_held_at_flush);
     d["daemon_parks"] = r(c.daemon_parks);
     d["forks_in_pending_call"] = r(c.forks_in_pending_call);
     d["atexit_table_full"] = g_atexit_rc != 0;
@@ -509,7 +556,7 @@ Settings& the_settings() {
   return with_queue([](auto& q) -> Settings& { return q.settings; });
 }
 
-void configure(py::object exit_wait_s, py::object stale_claim_s) {
+void configure(py::object exit_wait_s, py::object stale_claim_s, py::object backstop_wait_s) {
   Settings& s = the_settings();
   if (!exit_wait_s.is_none()) {
     const char* what = "configure(exit_wait_s)";
@@ -522,13 +569,19 @@ void configure(py::object exit_wait_s, py::object stale_claim_s) {
     if (ns.count() <= 0) throw py::value_error("configure(stale_claim_s): must be > 0 seconds");
     s.stale_claim_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
+  if (!backstop_wait_s.is_none()) {
+    const char* what = "configure(backstop_wait_s)";
+    const auto ns = checked_timeout(seconds_arg(backstop_wait_s, what), what);
+    s.backstop_wait_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
+  }
 }
 
 py::dict settings() {
   const Settings& s = the_settings();
   py::dict d;
-  d["exit_wait_s"] = s.exit_wait_ns.load(std::memory_order_relaxed) / 1e9;      // a setting
-  d["stale_claim_s"] = s.stale_claim_ns.load(std::memory_order_relaxed) / 1e9;  // a setting
+  d["exit_wait_s"] = s.exit_wait_ns.load(std::memory_order_relaxed) / 1e9;          // a setting
+  d["stale_claim_s"] = s.stale_claim_ns.load(std::memory_order_relaxed) / 1e9;      // a setting
+  d["backstop_wait_s"] = s.backstop_wait_ns.load(std::memory_order_relaxed) / 1e9;  // a setting
   return d;
 }
 
@@ -567,8 +620,9 @@ void init_host(py::module_& m) {
       "variant() -> str\n\nThe variant fixed at import: 'reference', 'seed', 'cuda-core-1.2' or "
       "'cuda-core-1.2-fixed'.");
   m.def("configure", &configure, py::arg("exit_wait_s") = py::none(),
-        py::arg("stale_claim_s") = py::none(),
-        "configure(exit_wait_s: float | None = None, stale_claim_s: float | None = None) -> None");
+        py::arg("stale_claim_s") = py::none(), py::arg("backstop_wait_s") = py::none(),
+        "configure(exit_wait_s: float | None = None, stale_claim_s: float | None = None, "
+        "backstop_wait_s: float | None = None) -> None");
   m.def("settings", &settings, "settings() -> dict");
   m.def(
       "last_cleanup_ns", [] { return g_counters.last_cleanup_ns.load(std::memory_order_relaxed); },

@@ -110,6 +110,8 @@ extern std::atomic<std::uint32_t> g_in_host;
 extern std::atomic<std::int64_t> g_check_to_call_max;
 // The main thread is inside one of our pending calls (main thread only).
 extern bool g_in_pending_call;
+// The exit sequence is draining: drains do not stop early (main thread only).
+extern bool g_exit_sequence_running;
 
 // Host-side counters (relaxed; statistics only).
 struct HostCounters {
@@ -123,6 +125,7 @@ struct HostCounters {
   std::atomic<std::uint64_t> host_calls_after_teardown{0};
   std::atomic<std::uint64_t> deferred_interrupts{0};    // KeyboardInterrupt/SystemExit re-raised
   std::atomic<std::uint64_t> interrupts_unraisable{0};  // later ones of a drain: sys.unraisablehook
+  std::atomic<std::uint64_t> interrupts_held_at_flush{0};  // kept for the exit hook (no frame)
   std::atomic<std::uint64_t> forks_in_pending_call{
       0};                                      // child forked while main ran our pending call
   std::atomic<std::uint64_t> daemon_parks{0};  // threads parked by without_gil at finalization
@@ -153,7 +156,7 @@ PyPayload* new_payload(py::handle obj, py::handle finalizer);
 void release_uncreated(PyPayload* p);
 
 /// The entry-point step of the chosen variant; raises a KeyboardInterrupt or
-/// SystemExit that a cleanup raised (after the drain finished).
+/// SystemExit that a cleanup raised (the drain stopped after that cleanup).
 void entry();
 
 /// Raise the KeyboardInterrupt/SystemExit a cleanup raised, if any.

@@ -230,6 +230,37 @@ TYPED_TEST(Core, DrainAllInsideADrainReturnsAtOnce) {
   EXPECT_EQ(it.hits[0], 1);
 }
 
+// The early stop (Host::stop_drain, drain.hpp run_list): the drain stops after
+// the cleanup the host names, puts the rest back in its order and re-arms a
+// pending call, which runs each of them once.
+TYPED_TEST(Core, AStoppedDrainPutsTheRestBackInOrderWithAPendingCall) {
+  dc::BasicQueue<TypeParam> q(dc_test::host());
+  struct Rec {
+    std::vector<int>* order;
+    int i;
+  };
+  std::vector<int> order;
+  std::vector<Rec> recs;
+  for (int i = 0; i < 5; ++i) recs.push_back({&order, i});
+  std::vector<dc::DeferredCleanupItem> items(5);
+  for (int i = 0; i < 5; ++i) {
+    dc::init_item(items[i], &recs[i], [](void* p) noexcept {
+      auto* r = static_cast<Rec*>(p);
+      r->order->push_back(r->i);
+    });
+    q.push(&items[i]);
+  }
+  dc_test::stop_drain_after(2);
+  EXPECT_EQ(dc::drain_all(q), 2u);  // stopped after the second cleanup
+  EXPECT_EQ(order, (std::vector<int>{0, 1}));
+  EXPECT_FALSE(q.empty_snapshot());     // the rest is queued again
+  EXPECT_TRUE(q.scheduled_snapshot());  // with a pending call claimed for it
+  EXPECT_FALSE(q.draining());
+  dc_test::run_all();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));  // each once, in order
+  EXPECT_TRUE(q.empty_snapshot());
+}
+
 // One claim, one winner: a second schedule() while the first claim's call is
 // outstanding loses the claim and adds no call.  (The fast path never reaches
 // claim() when it reads the flag set, so only racing producers, or this

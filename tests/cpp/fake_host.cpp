@@ -49,6 +49,7 @@ std::atomic<void (*)(const void*)> g_in_gate{nullptr};
 std::atomic<std::int64_t> g_clock{kClockStart};
 std::atomic<bool> g_real_clock{false};
 std::atomic<bool> g_finalizing{false};
+std::atomic<int> g_stop_countdown{-1};  // cleanups until the drain is asked to stop; -1: never
 
 bool is_ours(dc::PendingCallFn fn) {
   return fn == &dc::pending_call<dc::ReferencePolicy> ||
@@ -122,6 +123,17 @@ std::int64_t fake_now_ns() {
 
 bool fake_finalizing() { return g_finalizing.load(); }
 
+bool fake_stop_drain() {
+  int n = g_stop_countdown.load();
+  if (n < 0) return false;
+  if (--n == 0) {
+    g_stop_countdown.store(-1);  // once
+    return true;
+  }
+  g_stop_countdown.store(n);
+  return false;
+}
+
 const dc::Host kHost{
     .add_pending_call = &fake_add_pending_call,
     .is_main_thread = &fake_is_main_thread,
@@ -129,6 +141,7 @@ const dc::Host kHost{
     .now_ns = &fake_now_ns,
     .finalizing = &fake_finalizing,
     .after_drain = nullptr,
+    .stop_drain = &fake_stop_drain,
 };
 
 }  // namespace
@@ -152,6 +165,7 @@ void reset_host(std::size_t capacity, std::uint32_t refuse_per_million, std::uin
   g_clock.store(kClockStart);
   g_real_clock.store(false);
   g_finalizing.store(false);
+  g_stop_countdown.store(-1);
 }
 
 void set_main_thread() { g_main.store(std::this_thread::get_id()); }
@@ -181,6 +195,8 @@ void advance_clock(std::int64_t ns) { g_clock.fetch_add(ns); }
 void use_real_clock() { g_real_clock.store(true); }
 
 void set_finalizing(bool on) { g_finalizing.store(on); }
+
+void stop_drain_after(int cleanups) { g_stop_countdown.store(cleanups); }
 
 bool add_foreign() {
   State& s = st();

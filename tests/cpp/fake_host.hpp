@@ -85,6 +85,10 @@ void use_real_clock();
 /// What the host's finalizing() answers.
 void set_finalizing(bool on);
 
+/// The host's stop_drain() answers true once, after the given number of
+/// cleanups from now (until reset_host; never by default).
+void stop_drain_after(int cleanups);
+
 /// Occupy one slot with a foreign pending call (a no-op when run).
 /// @return true if it fit
 bool add_foreign();

@@ -8,6 +8,6 @@ FIND = """\
 REPLACE = """\
   if (false) {  // MUTANT: swallowed as before
 """
-PROPERTY = "Ctrl-C and sys.exit() raised inside a cleanup reach the program after the drain"
+PROPERTY = "Ctrl-C and sys.exit() raised inside a cleanup reach the program when the drain stops"
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_interrupt.py"]
-KILLING_TESTS = ["test_ctrl_c_during_a_long_drain_is_delivered_after_it"]
+KILLING_TESTS = ["test_ctrl_c_in_a_finalizer_stops_the_drain_and_leaves_the_rest_queued"]

@@ -13,5 +13,5 @@ REPLACE = """\
   }
 """
 PROPERTY = "of the interrupts raised by one drain's cleanups, each after the first goes to sys.unraisablehook"
-KILLED_BY = ["pytest:cp312-pyenv:tests/test_interrupt.py -k never_lost"]
-KILLING_TESTS = ["test_two_interrupts_are_never_lost"]
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_exit.py -k later_interrupts"]
+KILLING_TESTS = ["test_later_interrupts_of_the_exit_sequence_go_to_unraisablehook"]

@@ -325,8 +325,12 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
     }
 
 
-def configure(exit_wait_s: float | None = None, stale_claim_s: float | None = None) -> None:
-    """Change the reference's two time bounds (process-wide; any thread).
+def configure(
+    exit_wait_s: float | None = None,
+    stale_claim_s: float | None = None,
+    backstop_wait_s: float | None = None,
+) -> None:
+    """Change the module's three time bounds (process-wide; any thread).
 
     Args:
         exit_wait_s (float | None): seconds the exit sequence keeps draining
@@ -339,6 +343,14 @@ def configure(exit_wait_s: float | None = None, stale_claim_s: float | None = No
             added; at most three of the queue's calls are ever outstanding,
             the third only when the main thread re-arms past the bound after
             two lost calls; default 1.0).  ``None`` keeps the current value.
+        backstop_wait_s (float | None): seconds the ``Py_AtExit`` backstop,
+            after the interpreter is gone, waits in all for simulated
+            drivers' destructor calls still due and for producers inside
+            ``Py_AddPendingCall``, one deadline whatever the number of
+            drivers (every variant; default 5.0).  What is still due then is
+            counted as leaked.  The exit sequence's own wait is
+            ``exit_wait_s``; the two together bound the exit's waiting.
+            ``None`` keeps the current value.
 
     Returns:
         None.
@@ -350,15 +362,15 @@ def configure(exit_wait_s: float | None = None, stale_claim_s: float | None = No
             year (an int too large for a float included), or
             (``stale_claim_s``) zero.
     """
-    _native.configure(exit_wait_s, stale_claim_s)
+    _native.configure(exit_wait_s, stale_claim_s, backstop_wait_s)
 
 
 def settings() -> dict:
     """Return the current bounds set by :func:`configure`.
 
     Returns:
-        dict: ``exit_wait_s`` (float, seconds) and ``stale_claim_s`` (float,
-        seconds).
+        dict: ``exit_wait_s``, ``stale_claim_s`` and ``backstop_wait_s``
+        (each a float, seconds).
 
     Raises:
         Nothing.

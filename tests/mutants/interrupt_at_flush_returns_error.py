@@ -1,0 +1,15 @@
+"""The pending call returns -1 with the interrupt set also in CPython's exit-time flush."""
+
+FILE = "reference/src/host.cpp"
+FIND = """\
+  if (!python_frame_running()) {
+    // CPython's exit-time flush: _Py_FinishPendingCalls turns a -1 into
+"""
+REPLACE = """\
+  if (false) {  // MUTANT: -1 also without a Python frame
+    // CPython's exit-time flush: _Py_FinishPendingCalls turns a -1 into
+"""
+PROPERTY = "a cleanup's KeyboardInterrupt/SystemExit in CPython's exit-time flush never becomes a SystemError"
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_exit.py -k exit_time_flush"]
+KILLING_TESTS = ["test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error"]
+NOTE = "3.10-3.12 only: there the flush is reached in about half of the children (gh-95820)"

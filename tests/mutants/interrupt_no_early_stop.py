@@ -1,0 +1,17 @@
+"""A drain never stops early: an interrupt raised by a cleanup waits for the whole drain."""
+
+FILE = "reference/include/deferred_cleanup/drain.hpp"
+FIND = """\
+    if (stopped != nullptr && host.stop_drain != nullptr && host.stop_drain()) {
+"""
+REPLACE = """\
+    if (stopped != nullptr && host.stop_drain != nullptr && false) {  // MUTANT: never stops
+"""
+PROPERTY = (
+    "a cleanup's KeyboardInterrupt or SystemExit stops the drain early and is delivered at once"
+)
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_interrupt.py -k 'stops_the_drain or slow_drain'"]
+KILLING_TESTS = [
+    "test_ctrl_c_in_a_finalizer_stops_the_drain_and_leaves_the_rest_queued",
+    "test_sigint_during_a_slow_drain_arrives_at_once_and_the_pending_call_finishes_it",
+]
