@@ -1,6 +1,6 @@
 """A drain never stops early: an interrupt raised by a cleanup waits for the whole drain."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
     if (stopped != nullptr && host.stop_drain != nullptr && host.stop_drain()) {
 """

@@ -1,6 +1,6 @@
 """A drain that stops early drops the cleanups it did not run instead of putting them back."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
     q.push(rest);  // pushed oldest first: the next take_all() returns them in order
 """

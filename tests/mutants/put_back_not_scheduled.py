@@ -1,6 +1,6 @@
 """A drain that stops early puts the rest back but re-arms no pending call for it."""
 
-FILE = "reference/include/deferred_cleanup/drain.hpp"
+FILE = "include/deferred_cleanup/drain.hpp"
 FIND = """\
   schedule(q);  // the pending call re-armed for them
 """
