@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Py_AtExit backstop waits its whole bound for each paused driver, as before."""
 
 FILE = "reference/src/exit.cpp"

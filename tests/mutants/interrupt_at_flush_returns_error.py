@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The pending call returns -1 with the interrupt set also in CPython's exit-time flush."""
 
 FILE = "reference/src/host.cpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A drain never stops early: an interrupt raised by a cleanup waits for the whole drain."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A drain that stops early drops the cleanups it did not run instead of putting them back."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A drain that stops early puts the rest back but re-arms no pending call for it."""
 
 FILE = "include/deferred_cleanup/drain.hpp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: paused simulated drivers whose destructor calls are still due at
 exit.
 

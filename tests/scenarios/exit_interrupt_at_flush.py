@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: a cleanup raises KeyboardInterrupt or SystemExit while the
 program exits, with destructors still due.
 

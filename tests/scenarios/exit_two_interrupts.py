@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Scenario: two cleanups raise KeyboardInterrupt and SystemExit(3) inside the
 exit sequence, which releases everything and so never stops early.
 
