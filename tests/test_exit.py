@@ -23,8 +23,8 @@ import threading
 import time
 
 import pytest
-
 from conftest import LOAD
+
 from deferred_cleanup import _ATEXIT_RUNS_LIVE_LIST
 
 RUNS_LAST_LINE = 20
@@ -218,7 +218,11 @@ def test_cuda_core_exit_hole_and_its_minimal_fix(scenario, variant):
     # still finalizes long before it; the exit wait (30 s) is a hang guard only.
     delay_s = 2.0 * LOAD
     out = scenario(
-        "exit_wait_late_destructor", str(n), str(30 + delay_s), str(delay_s), variant=variant,
+        "exit_wait_late_destructor",
+        str(n),
+        str(30 + delay_s),
+        str(delay_s),
+        variant=variant,
         timeout_s=120 + 2 * delay_s,
     )
     assert out["rc"] == 0, out["stderr"]

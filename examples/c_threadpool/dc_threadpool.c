@@ -13,7 +13,7 @@
 
 static dc_host* host;
 static unsigned long main_ident;
-static atomic_ullong not_yet_completed; /* items started but not handed off */
+static atomic_ullong not_yet_completed;      /* items started but not handed off */
 static unsigned long long on_main, off_main; /* main thread, GIL held */
 
 typedef struct {
@@ -25,7 +25,10 @@ typedef struct {
  * raises stays set: the host reports it (see deferred_cleanup.h). */
 static void release(void* arg) {
   payload* p = arg;
-  if (PyThread_get_thread_ident() == main_ident) ++on_main; else ++off_main;
+  if (PyThread_get_thread_ident() == main_ident)
+    ++on_main;
+  else
+    ++off_main;
   if (p->callback != NULL) {
     PyObject* r = PyObject_CallOneArg(p->callback, p->obj);
     Py_XDECREF(r);
@@ -76,7 +79,7 @@ static PyObject* complete(PyObject* Py_UNUSED(self), PyObject* args, PyObject* k
     job* j = PyMem_RawMalloc(sizeof(job));
     dc_item** items = PyMem_RawMalloc(sizeof(dc_item*) * (size_t)(hi - lo + 1));
     if (j == NULL || items == NULL) return PyErr_NoMemory(); /* example: leaks on OOM */
-    for (Py_ssize_t i = lo; i < hi; ++i) { /* preallocate while we may */
+    for (Py_ssize_t i = lo; i < hi; ++i) {                   /* preallocate while we may */
       payload* p = PyMem_RawMalloc(sizeof(payload));
       if (p == NULL || (items[i - lo] = dc_item_new(release, p)) == NULL) return PyErr_NoMemory();
       p->obj = Py_NewRef(PyList_GET_ITEM(objs, i));
@@ -90,8 +93,7 @@ static PyObject* complete(PyObject* Py_UNUSED(self), PyObject* args, PyObject* k
     ++started;
   }
   if (join) {
-    Py_BEGIN_ALLOW_THREADS
-    for (int t = 0; t < started; ++t) pthread_join(tids[t], NULL);
+    Py_BEGIN_ALLOW_THREADS for (int t = 0; t < started; ++t) pthread_join(tids[t], NULL);
     Py_END_ALLOW_THREADS
   } else {
     for (int t = 0; t < started; ++t) pthread_detach(tids[t]);
@@ -114,13 +116,13 @@ static PyObject* counters(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)
   dc_counters c;
   if (dc_entry(host) != 0) return NULL;
   dc_get_counters(host, &c);
-  return Py_BuildValue(
-      "{sKsKsKsKsKsKsKsKsKsisisKsK}", "handed_off", c.handed_off, "handed_off_late",
-      c.handed_off_late, "cleaned", c.cleaned, "cleaned_off_main", c.cleaned_off_main,
-      "pending_calls", c.pending_calls, "direct_drains", c.direct_drains, "deferred_interrupts",
-      c.deferred_interrupts, "unraisable", c.unraisable, "leaked_at_exit", c.leaked_at_exit,
-      "exit_sequence_ran", c.exit_sequence_ran, "host_alive", c.host_alive, "released_on_main",
-      on_main, "released_off_main", off_main);
+  return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsisisKsK}", "handed_off", c.handed_off,
+                       "handed_off_late", c.handed_off_late, "cleaned", c.cleaned,
+                       "cleaned_off_main", c.cleaned_off_main, "pending_calls", c.pending_calls,
+                       "direct_drains", c.direct_drains, "deferred_interrupts",
+                       c.deferred_interrupts, "unraisable", c.unraisable, "leaked_at_exit",
+                       c.leaked_at_exit, "exit_sequence_ran", c.exit_sequence_ran, "host_alive",
+                       c.host_alive, "released_on_main", on_main, "released_off_main", off_main);
 }
 
 static PyMethodDef methods[] = {
@@ -131,8 +133,8 @@ static PyMethodDef methods[] = {
     {"counters", counters, METH_NOARGS, "counters() -> dict: the host's counters."},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, .m_name = "dc_threadpool", .m_size = -1, .m_methods = methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "dc_threadpool", .m_size = -1,
+                                    .m_methods = methods};
 
 PyMODINIT_FUNC PyInit_dc_threadpool(void) {
   dc_host_options opts = {0};

@@ -162,8 +162,8 @@ struct exit_release_member<P, std::void_t<decltype(P::exit_release)>>
 template <class P, class = void>
 struct sb_fences_member : std::false_type {};
 template <class P>
-struct sb_fences_member<P, std::void_t<decltype(P::sb_fences)>>
-    : std::bool_constant<P::sb_fences> {};
+struct sb_fences_member<P, std::void_t<decltype(P::sb_fences)>> : std::bool_constant<P::sb_fences> {
+};
 }  // namespace detail
 
 /// Whether policy P has the atexit-phase exit hook (shutdown.hpp steps 0-3):
