@@ -413,7 +413,8 @@ def probe_fork(fields: dict, extra: dict) -> None:
     the main thread forks from C with no bytecode in between (as
     :func:`os.fork` does: ``PyOS_BeforeFork``, ``fork``,
     ``PyOS_AfterFork_Child``) and the child runs ``Py_MakePendingCalls`` once.
-    The parent's own copies then run at the next flush (``_flush()``, a plain function call that runs pending calls).
+    The parent's own copies then run at the next flush (``_flush()``, a plain
+    function call that runs pending calls).
 
     :param fields: dict receiving ``fork.queued_calls_in_child``: ``"run"``
         (the child ran all of them), ``"lost"`` (none), ``"partial"``, or
