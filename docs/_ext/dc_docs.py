@@ -1351,7 +1351,9 @@ def setup(app: Sphinx):
     app.setup_extension("sphinx.ext.autodoc")  # for autodoc-process-docstring below
     app.setup_extension("sphinx.ext.graphviz")  # the sequence directive makes graphviz nodes
     app.add_config_value(
-        "dc_doxygen_input", [str(HEADERS), str(REPO / "docs" / "namespace.dox")], "env"
+        "dc_doxygen_input",
+        [str(HEADERS), str(HEADERS / "comparison"), str(REPO / "docs" / "namespace.dox")],
+        "env",
     )
     app.add_config_value("dc_doxygen_output", str(REPO / "build" / "docs" / "doxygen"), "env")
     app.connect("builder-inited", run_doxygen)
