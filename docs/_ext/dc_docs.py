@@ -699,6 +699,8 @@ def resolve_header_links(app, env, node, contnode):
     C++ API page instead; any other unresolved reference stays unresolved."""
     m = re.fullmatch(r"(\w+)_8hpp(?:_source)?", node.get("reftarget", ""))
     name = m[1].replace("__", "_") if m else ""  # Doxygen writes "_" in a file name as "__"
+    if m is not None and not (HEADERS / f"{name}.hpp").exists():
+        name = f"comparison/{name}" if (HEADERS / "comparison" / f"{name}.hpp").exists() else name
     if node.get("reftype") != "ref" or m is None or not (HEADERS / f"{name}.hpp").exists():
         return None
     from sphinx.util.nodes import make_refnode
