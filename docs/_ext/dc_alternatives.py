@@ -73,7 +73,7 @@ def facts(data: dict) -> list[nodes.Node]:
 def table(data: dict, which: str) -> nodes.table:
     """One table (``"burst"`` or ``"exit"``) of the tool's rows."""
     head, rows = import_tool("alternatives").table_rows(data, which)
-    tbl = nodes.table(classes=["alternatives"])
+    tbl = nodes.table(classes=["alternatives", "probe-matrix"])  # scrolls, first column frozen
     group = nodes.tgroup(cols=len(head))
     tbl += group
     for i in range(len(head)):

@@ -861,6 +861,12 @@ def drop_empty_bases(app, doctree) -> None:
 
 
 # --------------------------------------------------------------- include graph
+#: Headers the include graph leaves out: no component of the design.
+NOT_COMPONENTS = frozenset(
+    {"deferred_cleanup.hpp", "version.hpp", "visibility.hpp", "policies.hpp"}
+)
+
+
 def include_graph_dot(xml_dir: Path) -> str:
     """The headers' ``#include`` graph as graphviz code.
 
@@ -868,9 +874,11 @@ def include_graph_dot(xml_dir: Path) -> str:
         xml_dir (pathlib.Path): Doxygen's XML output directory.
 
     Returns:
-        str: a digraph with one node per header (linking to its section of
-        the C++ API page) and an edge A -> B when A includes B, read from
-        Doxygen's file compounds.
+        str: a digraph with one node per component header (linking to its
+        section of the C++ API page) and an edge A -> B when A includes B,
+        read from Doxygen's file compounds.  Left out (:data:`NOT_COMPONENTS`):
+        the umbrella header, the version and visibility macros every header
+        may include, and the comparison policies, which are no component.
 
     Raises:
         OSError, xml.etree.ElementTree.ParseError: unreadable XML.
@@ -884,11 +892,11 @@ def include_graph_dot(xml_dir: Path) -> str:
             continue
         root = ET.parse(xml_dir / f"{comp.get('refid')}.xml").getroot().find("compounddef")
         name = root.findtext("compoundname")
-        if not name.endswith(".hpp"):
+        if not name.endswith(".hpp") or name in NOT_COMPONENTS:
             continue
         names.append(name)
         for inc in root.findall("includes"):
-            if inc.get("refid"):
+            if inc.get("refid") and Path(inc.text).name not in NOT_COMPONENTS:
                 edges.append((name, Path(inc.text).name))
     out = [
         "digraph includes {",

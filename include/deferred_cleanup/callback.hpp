@@ -104,7 +104,9 @@ ScheduleResult hand_off(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
 /// The body of a CUDA user object's destructor: hand_off() under the name
 /// the CUDA driver's documentation suggests.
 ///
-/// Thread, memory ordering, errors: as hand_off().
+/// Thread: any, as hand_off().  Blocking: as hand_off().
+/// Memory ordering: as hand_off().
+/// Errors: as hand_off().
 /// Source: CUDA Driver API, cuUserObjectCreate; cuda-python PR #2371.
 /// @param q the queue
 /// @param item the item preallocated for this user object
@@ -186,7 +188,9 @@ void hand_off_published(void* item_ptr) noexcept {
 /// name, in the shape the CUDA driver (CUhostFn) and the simulated driver
 /// call.
 ///
-/// Thread, memory ordering, errors: as hand_off_published().
+/// Thread: any, as hand_off_published().  Blocking: as hand_off_published().
+/// Memory ordering: as hand_off_published().
+/// Errors: as hand_off_published().
 /// Source: CUDA Driver API, CUhostFn and cuUserObjectCreate; cuda-python PR
 /// #2371.
 /// @param item_ptr the DeferredCleanupItem* registered with the user object
@@ -219,7 +223,9 @@ void cleanup_now(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
 /// Clean an item whose user object was never created: cleanup_now() under
 /// the CUDA name.
 ///
-/// Thread, memory ordering, errors: as cleanup_now().
+/// Thread: the main thread, as cleanup_now().  Blocking: as cleanup_now().
+/// Memory ordering: as cleanup_now().
+/// Errors: as cleanup_now().
 /// Source: CUDA Driver API, cuUserObjectCreate.
 /// @param q the queue whose statistics are updated
 /// @param item the never-published item; must not be used afterwards
