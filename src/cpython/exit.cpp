@@ -49,6 +49,10 @@ PyObject* exit_sequence(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+PyMethodDef g_sequence_def = {"_deferred_cleanup_exit_sequence", &exit_sequence, METH_NOARGS,
+                              nullptr};
+
+#if PY_VERSION_HEX < 0x030E0000  // used by register_exit() on 3.10-3.13 only
 // 3.10-3.13: the hook registered last (so run first) runs every other
 // handler itself, then the sequence (reference/python/deferred_cleanup/
 // __init__.py, _register_exit_hook, says why; Modules/atexitmodule.c).
@@ -68,8 +72,6 @@ PyObject* last_hook(PyObject*, PyObject*) {
   return exit_sequence(nullptr, nullptr);
 }
 
-PyMethodDef g_sequence_def = {"_deferred_cleanup_exit_sequence", &exit_sequence, METH_NOARGS,
-                              nullptr};
 PyMethodDef g_last_hook_def = {"_deferred_cleanup_exit_hook", &last_hook, METH_NOARGS, nullptr};
 
 PyObject* register_last(PyObject*, PyObject*) {
@@ -85,6 +87,7 @@ PyObject* register_last(PyObject*, PyObject*) {
 }
 PyMethodDef g_register_last_def = {"_deferred_cleanup_register_last", &register_last, METH_NOARGS,
                                    nullptr};
+#endif
 
 int call_with_function(const char* module, const char* method, PyMethodDef* def) {
   PyObject* m = PyImport_ImportModule(module);
