@@ -84,10 +84,16 @@ def test_cmake_install_of_the_source_tree_gives_the_wheels_package(wheel, tmp_pa
     import zipfile
 
     names = zipfile.ZipFile(wheel).namelist()
+    # The host library's sources: deferred_cleanup/src/ in the wheel,
+    # share/deferred_cleanup/src/ from cmake --install (cmake/package.cmake).
     in_wheel = sorted(
-        n[len("deferred_cleanup/") :]
+        "share/deferred_cleanup/" + n[len("deferred_cleanup/") :]
+        if n.startswith("deferred_cleanup/src/")
+        else n[len("deferred_cleanup/") :]
         for n in names
-        if n.startswith("deferred_cleanup/include/") or n.startswith("deferred_cleanup/share/")
+        if n.startswith(
+            ("deferred_cleanup/include/", "deferred_cleanup/share/", "deferred_cleanup/src/")
+        )
     )
     installed = sorted(str(p.relative_to(prefix)) for p in prefix.rglob("*") if p.is_file())
     assert in_wheel == installed, f"wheel: {in_wheel}\ncmake --install: {installed}"

@@ -306,11 +306,10 @@ def test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error(scenario):
     atexit phase.  Up to 30 children, alternating the two kinds, stopping
     once each kind reached the flush (the witness: interrupts_held_at_flush).
     Every child shows no SystemError, shows its exception, and releases every
-    payload.  The scenario's module ends only once the pending call is added
-    (wait_idle); on 3.10-3.12 a foreign thread's pending call starts no eval
-    breaker (gh-95820), so the flush is reached whatever the load, and at
-    least one witness is required there; on 3.13+ the call usually runs in
-    the main module first."""
+    payload.  On 3.10-3.12 a foreign thread's pending call starts no eval
+    breaker (gh-95820), so the flush is reached in about half of the runs
+    and at least one witness is required there; on 3.13+ the call usually
+    runs in the main module first."""
     n = 20
     witnessed = set()
     runs = 0

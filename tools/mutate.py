@@ -545,7 +545,7 @@ class Runner:
             for k, v in CPP_ENV.items()
             if k in ("DC_STRESS_DEADLINE_S", "DC_HANDSHAKE_SECONDS")
         }
-        env = dict(os.environ, **CPP_ENV, **budgets, **san_env)
+        env = {**os.environ, **CPP_ENV, **budgets, **san_env}  # budgets override CPP_ENV
         failing = []
         skipped = 0
         with open(log, "w") as f:
