@@ -20,6 +20,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+import dc_scripts as scripts
 from dc_scripts import import_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -73,25 +74,9 @@ def facts(data: dict) -> list[nodes.Node]:
 def table(data: dict, which: str) -> nodes.table:
     """One table (``"burst"`` or ``"exit"``) of the tool's rows."""
     head, rows = import_tool("alternatives").table_rows(data, which)
-    tbl = nodes.table(classes=["alternatives", "probe-matrix"])  # scrolls, first column frozen
-    group = nodes.tgroup(cols=len(head))
-    tbl += group
-    for i in range(len(head)):
-        group += nodes.colspec(colwidth=24 if i == 0 else 12)
-    thead = nodes.thead()
-    row = nodes.row()
-    for h in head:
-        row += nodes.entry("", _para(h))
-    thead += row
-    group += thead
-    tbody = nodes.tbody()
-    for r in rows:
-        row = nodes.row()
-        for cell in r:
-            row += nodes.entry("", _para(cell))
-        tbody += row
-    group += tbody
-    return tbl
+    widths = [24 if i == 0 else 12 for i in range(len(head))]
+    # probe-matrix: scrolls with its first column frozen, like the version table
+    return scripts.table(head, rows, ["alternatives", "probe-matrix"], widths)
 
 
 class AlternativesTable(SphinxDirective):

@@ -18,6 +18,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+import dc_scripts as scripts
 from dc_scripts import import_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,24 +43,7 @@ def build_nodes(data: dict) -> list[nodes.Node]:
     for s in data["scenarios"]:
         scen += nodes.list_item("", _para(f": {s['title']}", strong=s["id"]))
     head, rows = tool.table_rows(data)
-    table = nodes.table(classes=["gpu-compare"])
-    group = nodes.tgroup(cols=len(head))
-    table += group
-    for width in (8, 14, 14, 64):
-        group += nodes.colspec(colwidth=width)
-    thead = nodes.thead()
-    row = nodes.row()
-    for h in head:
-        row += nodes.entry("", _para(h))
-    thead += row
-    group += thead
-    tbody = nodes.tbody()
-    for r in rows:
-        row = nodes.row()
-        for cell in r:
-            row += nodes.entry("", _para(cell))
-        tbody += row
-    group += tbody
+    table = scripts.table(head, rows, ["gpu-compare"], (8, 14, 14, 64))
     out = [facts]
     if data.get("provenance"):
         prov = import_tool("provenance")
