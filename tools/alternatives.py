@@ -503,24 +503,11 @@ def _matrix_measure(name: str, a) -> dict:
         f"$PY tools/alternatives.py measure --name {name} --json {res} --burst {a.burst} "
         f"--exit-runs {a.exit_runs} --exit-n {a.exit_n}"
     )
+    sys.path.insert(0, str(REPO / "tools"))
+    import matrix  # noqa: PLC0415  (tools/matrix.py: imported here, as the docs import this file)
+
     log = REPO / "build" / "alternatives" / f"{name}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as f:
-        rc = subprocess.run(
-            [
-                sys.executable,
-                str(REPO / "tools" / "matrix.py"),
-                "run",
-                name,
-                "--",
-                "bash",
-                "-c",
-                cmd,
-            ],
-            cwd=REPO,
-            stdout=f,
-            stderr=subprocess.STDOUT,
-        ).returncode
+    rc = matrix.run_in_env(name, cmd, log)
     if rc == 0 and res.exists():
         return json.loads(res.read_text())
     tail = log.read_text(errors="replace").strip().splitlines()[-2:]

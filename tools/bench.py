@@ -307,6 +307,9 @@ def run_e2e(names: list[str]) -> dict:
         .replace("PAYLOADS", str(payloads))
         .replace("BIG", str(big))
     )
+    sys.path.insert(0, str(REPO / "tools"))
+    import matrix  # noqa: PLC0415  (tools/matrix.py: run_in_env)
+
     results = {}
     for name in names:
         out = OUT / "e2e" / name
@@ -315,23 +318,7 @@ def run_e2e(names: list[str]) -> dict:
         say(f"{name}: pyperf ({opts}, {payloads} payloads) and pending-call counts, per variant")
         t0 = time.monotonic()
         log = OUT / "e2e" / f"{name}.log"
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "w") as f:
-            rc = subprocess.run(
-                [
-                    sys.executable,
-                    str(REPO / "tools" / "matrix.py"),
-                    "run",
-                    name,
-                    "--",
-                    "bash",
-                    "-c",
-                    script,
-                ],
-                cwd=REPO,
-                stdout=f,
-                stderr=subprocess.STDOUT,
-            ).returncode
+        rc = matrix.run_in_env(name, script, log)
         results[name] = collect_e2e(name, rc, log)
         say(
             f"{name}: done in {time.monotonic() - t0:.0f} s"

@@ -1022,6 +1022,45 @@ def cmd_run(a) -> int:
     return run_in(it, ["env", f"PY={it.py}", *cmd], env=env, cwd=REPO).returncode
 
 
+def run_in_env(name: str, cmd: str, log: Path) -> int:
+    """Run ``tools/matrix.py run NAME -- bash -c CMD`` with its output in log.
+
+    The loop that tools/bench.py (the end-to-end runs) and tools/alternatives.py
+    (one measurement per interpreter) share: a child ``matrix.py run`` provisions
+    and builds NAME's environment if need be, takes its lock and runs CMD there
+    with ``$PY`` set to its interpreter.
+
+    Thread: the caller's; blocking: until the child exits, with no timeout of
+    its own.
+
+    :param name: a matrix name (str, e.g. ``"cp312-pyenv"``) or ``"docs"``
+    :param cmd: a bash command line (str); ``$PY`` and ``$DC_INTERPRETER_NAME``
+        are set in it
+    :param log: the file (Path) that receives the child's stdout and stderr;
+        its folder is made, the file overwritten
+    :returns: the child's exit status (int): 0, or nonzero when provisioning,
+        the build or CMD failed (the log tells which)
+    :raises OSError: log cannot be written
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as f:
+        return subprocess.run(
+            [
+                sys.executable,
+                str(REPO / "tools" / "matrix.py"),
+                "run",
+                name,
+                "--",
+                "bash",
+                "-c",
+                cmd,
+            ],
+            cwd=REPO,
+            stdout=f,
+            stderr=subprocess.STDOUT,
+        ).returncode
+
+
 def cmd_check_python(a) -> int:
     """The Makefile's check of PYTHON= before any target runs: exit 0 and
     print nothing when PATH is a CPython 3.10 or newer that runs; else one
