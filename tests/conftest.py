@@ -27,12 +27,31 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 SCENARIOS = TESTS / "scenarios"
 sys.path.append(str(TESTS.parent / "tools"))  # last: shadows nothing
-from matrix import load_scale  # noqa: E402  (tools/matrix.py: standard library only)
+import matrix  # noqa: E402  (tools/matrix.py: standard library only)
 
 #: How many times an idle machine's wall-clock bound a hang guard allows: the
 #: load measured when the tests are collected (tools/matrix.py load_scale():
 #: the 1-minute load average per core, at least 1; 4.5 at load 8 on 2 cores).
-LOAD = load_scale()
+LOAD = matrix.load_scale()
+
+
+def hang_guard(seconds: float) -> int:
+    """A hang guard's bound for the tests: seconds times :data:`LOAD`, rounded.
+
+    Use it for a wall-clock bound that only catches a hang (a pytest-timeout
+    mark, a subprocess timeout, a C++ test's deadline), never for a speed
+    check: seconds is a generous bound on an idle machine, and the bound grows
+    with the load measured when the tests were collected (tools/matrix.py
+    hang_guard), so the suite stays green with both cores busy.
+
+    Args:
+        seconds (float): the bound on an idle machine, in seconds.
+    Returns:
+        int: the bound now, in whole seconds (``round(seconds * LOAD)``).
+    Raises:
+        Nothing.
+    """
+    return round(matrix.hang_guard(seconds, LOAD))
 
 
 # ---------------------------------------------------------------- what plain pytest runs

@@ -20,12 +20,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
-from conftest import LOAD  # noqa: E402
+from conftest import hang_guard  # noqa: E402
 
 import bench  # noqa: E402  (tools/bench.py: the same build step as make bench)
 
-# Hang guards, scaled by the load measured at collection (conftest.LOAD).
-pytestmark = [pytest.mark.bench, pytest.mark.timeout(round(600 * LOAD))]
+# Hang guards, scaled by the load measured at collection (conftest.hang_guard).
+pytestmark = [pytest.mark.bench, pytest.mark.timeout(hang_guard(600))]
 VARIANT_NAMES = ["reference", "seed", "cuda-core-1.2"]
 
 
@@ -39,7 +39,7 @@ def smoke_rows() -> dict[str, dict]:
         env=dict(os.environ, DC_BENCH_SMOKE="1"),
         capture_output=True,
         text=True,
-        timeout=round(300 * LOAD),
+        timeout=hang_guard(300),
     )
     assert p.returncode == 0, p.stderr[-4000:]
     rows = {}
@@ -107,7 +107,7 @@ def test_shared_line_binary_packs_the_fields_and_names_its_rows(smoke_rows):
             env=dict(os.environ, DC_BENCH_SMOKE="1"),
             capture_output=True,
             text=True,
-            timeout=round(300 * LOAD),
+            timeout=hang_guard(300),
         )
         assert p.returncode == 0, p.stderr[-3000:]
         out[exe.name] = json.loads(p.stdout)
@@ -179,7 +179,7 @@ def test_end_to_end_measurements_run_and_release_every_payload_on_the_main_threa
             env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=v),
             capture_output=True,
             text=True,
-            timeout=round(120 * LOAD),
+            timeout=hang_guard(120),
         )
         assert p.returncode == 0, f"{v}: {p.stderr[-3000:]}"
         r = json.loads(p.stdout)

@@ -21,13 +21,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import LOAD
+from conftest import hang_guard
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "docs" / "_data" / "bench.json"
 PAGE = REPO / "build" / "docs" / "html" / "performance.html"
-# tools/docs.sh may run the probe first; a hang guard, scaled by the load (conftest.LOAD)
-BUILD_TIMEOUT_S = round(1500 * LOAD)
+# tools/docs.sh may run the probe first; a hang guard (conftest.hang_guard)
+BUILD_TIMEOUT_S = hang_guard(1500)
 
 pytestmark = [pytest.mark.docs, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]
 

@@ -23,7 +23,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import LOAD
+from conftest import hang_guard
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -33,8 +33,8 @@ HEADERS = REPO / "include" / "deferred_cleanup"
 COMPONENTS = ["item", "host", "queue", "callback", "scheduling", "rearm", "drain", "shutdown"]
 # Headers explained on another header's page (the re-arm rule's state beside the rule).
 HEADER_PAGE = {**{c: c for c in COMPONENTS}, "rearm_state": "rearm"}
-# the probe on every interpreter may run first; a hang guard, scaled by the load (conftest.LOAD)
-BUILD_TIMEOUT_S = round(1500 * LOAD)
+# the probe on every interpreter may run first; a hang guard (conftest.hang_guard)
+BUILD_TIMEOUT_S = hang_guard(1500)
 
 sys.path[:0] = [str(DOCS), str(DOCS / "_ext")]  # check_site, dc_probe_table
 pytestmark = [pytest.mark.docs, pytest.mark.timeout(BUILD_TIMEOUT_S + 300)]

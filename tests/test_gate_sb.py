@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LOAD, build_race_program
+from conftest import build_race_program, hang_guard
 
 pytestmark = pytest.mark.hardware
 
@@ -87,7 +87,7 @@ def run(binary: Path, tmp_path: Path, policy: str, iterations: int) -> tuple[dic
     ]
     t0 = time.monotonic()
     p = subprocess.run(
-        argv, capture_output=True, text=True, timeout=round(540 * LOAD)
+        argv, capture_output=True, text=True, timeout=hang_guard(540)
     )  # a hang guard, scaled by the load
     wall = time.monotonic() - t0
     print(p.stdout.strip(), f"(wall {wall:.1f} s)")
@@ -120,7 +120,7 @@ def describe(r: dict, data: dict, wall: float) -> str:
     )
 
 
-@pytest.mark.timeout(round(600 * LOAD))  # a hang guard
+@pytest.mark.timeout(hang_guard(600))  # a hang guard
 def test_release_close_lets_a_producer_past_shutdown(gate_sb, tmp_path):
     """Negative control: a release close() then in_flight() shows the store-buffering outcome."""
     r, data, wall = run(gate_sb, tmp_path, "close-release", CONTROL_BOUND)
@@ -135,7 +135,7 @@ def test_release_close_lets_a_producer_past_shutdown(gate_sb, tmp_path):
     assert r["iterations"] <= CONTROL_BOUND
 
 
-@pytest.mark.timeout(round(600 * LOAD))  # a hang guard
+@pytest.mark.timeout(hang_guard(600))  # a hang guard
 def test_reference_gate_never_lets_a_producer_past_shutdown(gate_sb, tmp_path):
     """seq_cst close() and in_flight() against seq_cst gate_enter(): no witness, a real race."""
     r, data, wall = run(gate_sb, tmp_path, "reference", REFERENCE_N)

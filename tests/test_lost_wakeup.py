@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import LOAD, build_race_program
+from conftest import build_race_program, hang_guard
 
 pytestmark = pytest.mark.hardware
 
@@ -75,7 +75,7 @@ def run(
         argv.append("--stop-at-first")
     t0 = time.monotonic()
     p = subprocess.run(
-        argv, capture_output=True, text=True, timeout=round(540 * LOAD)
+        argv, capture_output=True, text=True, timeout=hang_guard(540)
     )  # a hang guard, scaled by the load
     wall = time.monotonic() - t0
     print(p.stdout.strip(), f"(wall {wall:.1f} s)")
@@ -91,7 +91,7 @@ def run(
     return result, data, wall
 
 
-@pytest.mark.timeout(round(600 * LOAD))  # a hang guard
+@pytest.mark.timeout(hang_guard(600))  # a hang guard
 @pytest.mark.parametrize("variant", ["cuda-core-1.2", "seed"])
 def test_comparison_variant_loses_a_wakeup(lost_wakeup, tmp_path, variant):
     """Release clear + acquire re-check: the store-buffering outcome on this CPU."""
@@ -106,7 +106,7 @@ def test_comparison_variant_loses_a_wakeup(lost_wakeup, tmp_path, variant):
     assert r["iterations"] <= HANDOFFS
 
 
-@pytest.mark.timeout(round(600 * LOAD))  # a hang guard
+@pytest.mark.timeout(hang_guard(600))  # a hang guard
 def test_reference_never_loses_a_wakeup(lost_wakeup, tmp_path):
     """seq_cst clear before the take, seq_cst push and check: no stuck state."""
     r, data, wall = run(lost_wakeup, tmp_path, "reference", stop_at_first=False)

@@ -113,8 +113,9 @@ def test_a_surviving_mutant_fails_the_run(tmp_path):
 
 # About 20 minutes of wall time on this 2-core machine when idle.  The bound
 # scales with the load measured when the run starts (tools/mutate.py's
-# load_scale(): 4.5 at load 8 on 2 cores), so it is a hang guard at any load;
-# the pytest-timeout mark above it is the outer hang guard (load 16).
+# hang_guard: times load_scale(), 4.5 at load 8 on 2 cores), so it is a hang
+# guard at any load; the pytest-timeout mark above it is the outer hang guard
+# (load 16).
 FAST_IDLE_BOUND_S = 1750
 
 
@@ -123,7 +124,7 @@ def test_every_mutant_is_killed():
     sys.path.insert(0, str(REPO / "tools"))
     import mutate as tool
 
-    bound_s = FAST_IDLE_BOUND_S * tool.load_scale()
+    bound_s = tool.hang_guard(FAST_IDLE_BOUND_S)
     p = mutate("--fast", timeout_s=bound_s)
     assert p.returncode == 0, (
         "a mutant survived, is stale or did not build (table above; build/mutate/mutate.md)"

@@ -799,6 +799,27 @@ def load_scale() -> float:
     return max(1.0, (load + 1.0) / (os.cpu_count() or 1))
 
 
+def hang_guard(idle_s: float, scale: float | None = None) -> float:
+    """A hang guard's wall-clock bound: idle_s stretched by the machine's load.
+
+    A hang guard only catches a run that never ends; it is no speed check.
+    idle_s is a generous bound for an idle machine; the result is idle_s times
+    the load factor, so a loaded machine (load 8 on 2 cores: 4.5 times) does
+    not fail a slow but progressing run.  tests/conftest.py's hang_guard passes
+    the factor measured once at collection; tools/mutate.py measures it anew
+    per bound.
+
+    Thread: any; blocking: no (one os.getloadavg call when scale is None).
+
+    :param idle_s: the bound on an idle machine, in seconds (float)
+    :param scale: the load factor to use (float >= 1.0); None measures it now
+        with :func:`load_scale`
+    :returns: the bound now, in seconds (float), never below idle_s
+    :raises: nothing
+    """
+    return idle_s * (load_scale() if scale is None else scale)
+
+
 def children_cpu_s() -> float:
     """User + system CPU seconds of every child process waited for so far."""
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -84,7 +84,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
-from matrix import load_scale  # noqa: E402  (stdlib-only, like this script)
+from matrix import hang_guard, load_scale  # noqa: E402  (stdlib-only, like this script)
 
 MUTANTS = REPO / "tests" / "mutants"
 OUT = REPO / "build" / "mutate"
@@ -99,9 +99,10 @@ CPP_ENV = {
     "DC_HANDSHAKE_ROUNDS": "1000",
     "DC_HANDSHAKE_SECONDS": "5",
 }
-# Wall-clock bounds on an idle machine; each is multiplied by load_scale()
-# when it is set, so that a loaded machine (make test at load 8 on 2 cores)
-# neither fails the control nor counts a slow test as a kill.
+# Wall-clock bounds on an idle machine; each is a hang guard, multiplied by
+# load_scale() when it is set (matrix.hang_guard), so that a loaded machine
+# (make test at load 8 on 2 cores) neither fails the control nor counts a slow
+# test as a kill.
 CPP_TEST_TIMEOUT_S = 30  # per GoogleTest test (each runs in its own process)
 PYTEST_TIMEOUT_S = 600
 SANITIZERS = {
@@ -460,7 +461,7 @@ class Runner:
                 ],
             ),
             log,
-            PYTEST_TIMEOUT_S * load_scale(),
+            hang_guard(PYTEST_TIMEOUT_S),
             cwd=tree,
             env=env,
         )
@@ -490,7 +491,7 @@ class Runner:
                 f"-DCMAKE_EXE_LINKER_FLAGS={flags}",
             ],
             build_log,
-            300 * load_scale(),  # a hang guard for cmake's configure
+            hang_guard(300),  # cmake's configure
             cwd=tree,
             env=dict(os.environ, **compiler_cache()),
         )
@@ -501,7 +502,7 @@ class Runner:
                     cwd=tree,
                     stdout=f,
                     stderr=subprocess.STDOUT,
-                    timeout=900 * load_scale(),  # a hang guard for the build
+                    timeout=hang_guard(900),  # the build
                 ).returncode
         if rc != 0:
             tail = build_log.read_text(errors="replace")[-1500:]
@@ -561,7 +562,7 @@ class Runner:
                     break
                 f.write(f"$ {binary} --gtest_filter={name}\n")
                 f.flush()
-                bound_s = CPP_TEST_TIMEOUT_S * load_scale()
+                bound_s = hang_guard(CPP_TEST_TIMEOUT_S)
                 try:
                     p = subprocess.run(
                         [binary, "--gtest_color=no", f"--gtest_filter={name}"],
@@ -626,7 +627,7 @@ class Runner:
                 mx.pip_install_argv(it, tree, str(tree / "build" / f"ext-{env_name}"), site),
             ),
             build_log,
-            900 * load_scale(),  # a hang guard for the build (about 40 s idle)
+            hang_guard(900),  # the build (about 40 s idle)
             cwd=tree,
             env=dict(os.environ, **({} if it.in_sid else compiler_cache())),
         )
@@ -685,7 +686,7 @@ class Runner:
                 ],
             ),
             log,
-            PYTEST_TIMEOUT_S * load_scale(),
+            hang_guard(PYTEST_TIMEOUT_S),
             cwd=tree,
             env=env,
         )
