@@ -65,8 +65,10 @@ class Host {
   static Host* get(const Options& opts = {}) noexcept {
     return reinterpret_cast<Host*>(dc_host_get(&opts));
   }
-  /// dc_hand_off(): any thread; never blocks, allocates nothing; seq_cst push.
-  void hand_off(Item* item) noexcept { dc_hand_off(c(), item); }
+  /// dc_hand_off(): any thread, also after finalization; never blocks,
+  /// allocates nothing; seq_cst push.  Returns 0, or -1 for a null item
+  /// (nothing queued, no exception set).
+  int hand_off(Item* item) noexcept { return dc_hand_off(c(), item); }
   /// dc_entry(): any thread holding the GIL; drains on the main thread.
   /// Returns 0, or -1 with a cleanup's KeyboardInterrupt/SystemExit set.
   int entry() noexcept { return dc_entry(c()); }
@@ -97,5 +99,11 @@ Item* make_item(std::unique_ptr<T>& owned) noexcept {
   if (it != nullptr) owned.release();
   return it;
 }
+
+/// dc_item_payload(): the payload `item` was made with (nullptr for a null
+/// item).  Thread: any, while the item is the caller's (before hand_off()
+/// or dc_item_discard()).  Never blocks.  Memory ordering: a plain read.
+/// Errors: none.  Source: this project.
+inline void* payload(const Item* item) noexcept { return dc_item_payload(item); }
 
 }  // namespace deferred_cleanup::cpython
