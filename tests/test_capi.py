@@ -162,7 +162,7 @@ def test_a_c_only_project_stops_at_configure_with_one_message_source_tree(langua
     p = _configure_c_project(
         tmp_path,
         languages,
-        "set(DC_PACKAGE_ONLY ON CACHE BOOL \"\" FORCE)\n"
+        'set(DC_PACKAGE_ONLY ON CACHE BOOL "" FORCE)\n'
         f'add_subdirectory("{REPO.as_posix()}" deferred_cleanup)',
     )
     out = " ".join((p.stdout + p.stderr).split())  # CMake wraps its messages

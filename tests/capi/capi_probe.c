@@ -96,10 +96,11 @@ static PyObject* null_calls_on_native_thread(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
   native_result r = {99, 99, 0};
   pthread_t t;
-  int err;
-  Py_BEGIN_ALLOW_THREADS err = pthread_create(&t, NULL, native, &r);
+  PyThreadState* ts = PyEval_SaveThread(); /* the GIL released while it runs */
+  int err = pthread_create(&t, NULL, native, &r);
   if (err == 0) pthread_join(t, NULL);
-  Py_END_ALLOW_THREADS if (err != 0) return PyErr_NoMemory();
+  PyEval_RestoreThread(ts);
+  if (err != 0) return PyErr_NoMemory();
   return Py_BuildValue("(iii)", r.null_item, r.null_host, r.null_cleanup_refused);
 }
 
@@ -177,8 +178,8 @@ static PyMethodDef methods[] = {
     {"drain_now", drain_now, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "dc_capi_probe",
-                                    .m_size = -1, .m_methods = methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "dc_capi_probe", .m_size = -1,
+                                    .m_methods = methods};
 
 PyMODINIT_FUNC PyInit_dc_capi_probe(void) {
   dc_host_options opts = {0};

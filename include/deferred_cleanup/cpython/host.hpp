@@ -3,8 +3,9 @@
 // host.hpp: the CPython host of deferred-cleanup, C++ API.
 //
 // The library (src/cpython/*.cpp, CMake target deferred_cleanup::cpython) is
-// compiled into your extension with -fvisibility=hidden, so two extensions
-// that both use it share no symbol and each has its own host.  It uses the
+// compiled into your extension, its sources alone with -fvisibility=hidden
+// (yours keep their visibility), so two extensions that both use it share no
+// symbol and each has its own host.  It uses the
 // plain CPython C API: pybind11 and nanobind are optional.  The C API
 // (deferred_cleanup.h) is the same host; this header adds C++ spellings.
 #pragma once
