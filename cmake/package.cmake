@@ -11,8 +11,13 @@
 #                              CPython host's sources (src/cpython/*.cpp),
 #                              compiled into the consumer's extension, as
 #                              nanobind builds its library inside the user's
-#                              build; -fvisibility=hidden.  The consumer brings
-#                              its own Python development target.
+#                              build.  Those sources alone are compiled with
+#                              -fvisibility=hidden (a source-file property, not
+#                              an INTERFACE option: the consumer's own sources
+#                              keep their visibility), and a consumer target in
+#                              a directory without CXX stops the configure
+#                              (deferred_cleanupHost.cmake).  The consumer
+#                              brings its own Python development target.
 #
 # Install layout (relative to the install prefix):
 #   wheel (scikit-build-core, SKBUILD):  deferred_cleanup/include,
@@ -45,10 +50,13 @@ add_library(deferred_cleanup::core ALIAS deferred_cleanup_core)
 file(GLOB _dc_cpython_sources CONFIGURE_DEPENDS "${_dc_root}/src/cpython/*.cpp")
 add_library(deferred_cleanup_cpython INTERFACE)
 target_link_libraries(deferred_cleanup_cpython INTERFACE deferred_cleanup_core)
-target_sources(deferred_cleanup_cpython INTERFACE $<BUILD_INTERFACE:${_dc_cpython_sources}>)
-if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-  target_compile_options(deferred_cleanup_cpython INTERFACE -fvisibility=hidden)
-endif()
+# Absolute paths, no $<BUILD_INTERFACE:...> (the target is never exported; a
+# list inside that expression split into broken paths).
+target_sources(deferred_cleanup_cpython INTERFACE ${_dc_cpython_sources})
+# The host's sources hidden, the consumer's untouched; a consumer without CXX
+# stops the configure (deferred_cleanupHost.cmake, shared with the config).
+include("${CMAKE_CURRENT_LIST_DIR}/deferred_cleanupHost.cmake")
+_deferred_cleanup_host_sources(${_dc_cpython_sources})
 add_library(deferred_cleanup::cpython ALIAS deferred_cleanup_cpython)
 
 if(SKBUILD)
@@ -96,4 +104,5 @@ write_basic_package_version_file(
   COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/deferred_cleanupConfig.cmake"
               "${CMAKE_CURRENT_BINARY_DIR}/deferred_cleanupConfigVersion.cmake"
+              "${CMAKE_CURRENT_LIST_DIR}/deferred_cleanupHost.cmake"
         DESTINATION "${DC_INSTALL_CMAKEDIR}")

@@ -3,12 +3,12 @@
 
 Each example's CMakeLists.txt is written as a user writes it
 (``find_package(deferred_cleanup CONFIG REQUIRED)``, target
-``deferred_cleanup::cpython``).  Until the CMake package is installed by the
-wheel, this test gives find_package a config made here, in the test's
-temporary directory, that names the source tree's include/ and src/cpython/
-(the same target properties as the top-level CMakeLists.txt), builds the
-example with this interpreter and runs the example's own tests/ with it.
-Mutants of the host library (src/cpython/) are killed here.
+``deferred_cleanup::cpython``).  This test installs the tree's CMake package
+with ``cmake --install`` (``-DDC_PACKAGE_ONLY=ON``) into its temporary
+directory, builds each example with this interpreter against that package
+(the config and cmake/deferred_cleanupHost.cmake the wheel ships) and runs the
+example's own tests/ with it.  tests/test_examples.py does the same from the
+wheel, once.  Mutants of the host library (src/cpython/) are killed here.
 """
 
 from __future__ import annotations
@@ -29,22 +29,6 @@ EXAMPLES = ["c_minimal", "c_threadpool", "pybind11_pool"]
 # busy: a hang guard, not a speed requirement.
 pytestmark = pytest.mark.timeout(1800)
 
-CONFIG = """\
-set(_dc_src "{repo}")
-if(NOT TARGET deferred_cleanup::core)
-  add_library(deferred_cleanup::core INTERFACE IMPORTED)
-  set_target_properties(deferred_cleanup::core PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${{_dc_src}}/include"
-    INTERFACE_COMPILE_FEATURES cxx_std_17)
-  file(GLOB _dc_cpython_sources "${{_dc_src}}/src/cpython/*.cpp")
-  add_library(deferred_cleanup::cpython INTERFACE IMPORTED)
-  set_target_properties(deferred_cleanup::cpython PROPERTIES
-    INTERFACE_LINK_LIBRARIES deferred_cleanup::core
-    INTERFACE_SOURCES "${{_dc_cpython_sources}}"
-    INTERFACE_COMPILE_OPTIONS "$<$<COMPILE_LANGUAGE:CXX>:-fvisibility=hidden>")
-endif()
-"""
-
 
 def _run(argv: list[str], **kw) -> subprocess.CompletedProcess:
     p = subprocess.run(argv, capture_output=True, text=True, timeout=900, **kw)  # hang guard
@@ -64,9 +48,9 @@ def built(tmp_path_factory) -> dict[str, Path]:
     import pybind11  # the pybind11 example's find_package(pybind11 CONFIG)
 
     tmp = tmp_path_factory.mktemp("examples")
-    cfg = tmp / "config"
-    cfg.mkdir()
-    (cfg / "deferred_cleanupConfig.cmake").write_text(CONFIG.format(repo=REPO.as_posix()))
+    _run(["cmake", "-S", str(REPO), "-B", str(tmp / "package"), "-DDC_PACKAGE_ONLY=ON"])
+    _run(["cmake", "--install", str(tmp / "package"), "--prefix", str(tmp / "prefix")])
+    cfg = tmp / "prefix" / "share" / "cmake" / "deferred_cleanup"
     out = {}
     for name in EXAMPLES:
         bdir = tmp / name

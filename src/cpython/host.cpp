@@ -168,6 +168,7 @@ dc_host* dc_host_get(const dc_host_options* opts) {
 }
 
 dc_item* dc_item_new(dc_cleanup_fn cleanup, void* payload) {
+  if (cleanup == nullptr) return nullptr;  // no item without a cleanup (deferred_cleanup.h)
   auto* it = static_cast<dc_item*>(std::malloc(sizeof(dc_item)));
   if (it == nullptr) return nullptr;
   init_item(it->core, it, &item_cleanup);
@@ -178,10 +179,16 @@ dc_item* dc_item_new(dc_cleanup_fn cleanup, void* payload) {
 
 void dc_item_discard(dc_item* item) { std::free(item); }
 
-void dc_hand_off(dc_host*, dc_item* item) {
+void* dc_item_payload(const dc_item* item) { return item != nullptr ? item->payload : nullptr; }
+
+int dc_hand_off(dc_host* host, dc_item* item) {
+  // Refused, untouched, when either is not this extension's: plain reads
+  // only (no allocation, no lock, no Python), so also after finalization.
+  if (item == nullptr || host != reinterpret_cast<dc_host*>(&g)) return -1;
   g.handed_off.fetch_add(1, std::memory_order_relaxed);  // statistics only
   if (!g.queue->accepting()) g.handed_off_late.fetch_add(1, std::memory_order_relaxed);  // stats
   on_user_object_destroyed(*g.queue, &item->core);
+  return 0;
 }
 
 int dc_entry(dc_host*) {

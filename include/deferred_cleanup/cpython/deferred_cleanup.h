@@ -16,6 +16,19 @@
  *   (main thread)        the cleanup runs once, GIL held, from a pending call
  *                        (Py_AddPendingCall) or an entry-point drain; the
  *                        host frees the item afterwards
+ *
+ * Building: link the CMake target deferred_cleanup::cpython.  Its sources are C++17:
+ * a target that links it in a directory without CXX stops the configure with one message
+ * that says to enable CXX.
+ * Those sources alone are compiled with -fvisibility=hidden (GCC, Clang);
+ * the extension's own sources keep their visibility.
+ *
+ * fork(): the host's child handler (os.register_at_fork) schedules a drain
+ * of the items the child inherited, so:
+ * an item queued at the fork is cleaned in the parent and in the child,
+ * each on its own copy of the payload.  The count outstanding() reads is the
+ * child's copy of the parent's: reset it in an after_in_child handler of your own,
+ * or the child's exit step 0 waits the full exit_wait_ns for it.
  */
 #ifndef DEFERRED_CLEANUP_CPYTHON_DEFERRED_CLEANUP_H
 #define DEFERRED_CLEANUP_CPYTHON_DEFERRED_CLEANUP_H
@@ -84,9 +97,20 @@ dc_host* dc_host_get(const dc_host_options* opts);
 
 /* Preallocate an item.  Thread: any; no thread state needed.
  * Blocking: malloc only.  Memory ordering: none until dc_hand_off() publishes
- * it.  Errors: NULL when out of memory (no exception set).
+ * it.
+ * Errors: NULL, with no exception set, when out of memory or when cleanup is NULL
+ * (no item is made without a cleanup to run).  payload may be NULL: it is
+ * only passed back to the cleanup.
  * Source: this project (cuda-python PR #2371 preallocates the same way). */
 dc_item* dc_item_new(dc_cleanup_fn cleanup, void* payload);
+
+/* The payload an item was made with (NULL for a NULL item).  Thread: any,
+ * while the item is the caller's: after dc_item_new() and before
+ * dc_hand_off() or dc_item_discard() (e.g. to release the payload when the
+ * work that would hand it off cannot start).  Never blocks, allocates
+ * nothing.  Memory ordering: a plain read.  Errors: none.
+ * Source: this project. */
+void* dc_item_payload(const dc_item* item);
 
 /* Free an item that was never handed off, without running its cleanup.
  * Thread: any.  Never blocks.  Memory ordering: none (never published).
@@ -96,15 +120,22 @@ void dc_item_discard(dc_item* item);
 /* Hand an item to the main thread.  Thread: any, with or without a thread
  * state, also during and after finalization.  Never blocks (except inside
  * CPython's pending-call lock, held for a few instructions), allocates
- * nothing, never calls into Python.  The item belongs to the host from here.
+ * nothing, never calls into Python.  On success the item belongs to the host
+ * from here.
  * Memory ordering: the push is seq_cst (a Treiber stack), so everything the
  * caller wrote before the call happens-before the cleanup; with the drain's
  * seq_cst clear-then-take no wakeup is lost.
- * Errors: none.  Once the exit sequence closed the queue, the item stays
+ * Errors: returns 0 when the item was handed off,
+ * -1 when item is NULL or host is not this extension's (NULL, or another's):
+ * then nothing is queued or counted, no exception is set (there may be no
+ * thread state) and a non-NULL item is still the caller's, to hand off again
+ * or discard.  These checks are plain reads: the refusal is as non-blocking,
+ * allocation-free and safe after finalization as the hand-off.
+ * Once the exit sequence closed the queue, a handed-off item stays
  * queued: a main-thread entry point before finalization still runs it,
  * otherwise it is leaked (never touched, counted in leaked_at_exit).
  * Source: Py_AddPendingCall, Python/ceval_gil.c (v3.12.0); gh-95820. */
-void dc_hand_off(dc_host* host, dc_item* item);
+int dc_hand_off(dc_host* host, dc_item* item);
 
 /* An API entry point: call it first in every function of your extension.
  * Thread: any thread holding the GIL (attached thread state).  On the main

@@ -33,10 +33,14 @@ cdef extern from "deferred_cleanup/cpython/deferred_cleanup.h":
 
     # Main thread, GIL held; NULL with an exception set on error.
     dc_host* dc_host_get(const dc_host_options* opts) except NULL
-    # Any thread, no GIL needed.
+    # Any thread, no GIL needed.  dc_item_new: NULL when out of memory or
+    # cleanup is NULL (no exception set).  dc_item_payload: NULL for NULL.
     dc_item* dc_item_new(dc_cleanup_fn cleanup, void* payload) noexcept nogil
+    void* dc_item_payload(const dc_item* item) noexcept nogil
     void dc_item_discard(dc_item* item) noexcept nogil
-    void dc_hand_off(dc_host* host, dc_item* item) noexcept nogil
+    # 0, or -1 (no exception set; the item stays yours) for a NULL item or a
+    # host that is not this extension's.
+    int dc_hand_off(dc_host* host, dc_item* item) noexcept nogil
     # GIL held; -1 with an exception set.
     int dc_entry(dc_host* host) except -1
     int64_t dc_drain_now(dc_host* host) except -1

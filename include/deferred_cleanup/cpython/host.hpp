@@ -3,8 +3,9 @@
 // host.hpp: the CPython host of deferred-cleanup, C++ API.
 //
 // The library (src/cpython/*.cpp, CMake target deferred_cleanup::cpython) is
-// compiled into your extension with -fvisibility=hidden, so two extensions
-// that both use it share no symbol and each has its own host.  It uses the
+// compiled into your extension, its sources alone with -fvisibility=hidden
+// (yours keep their visibility), so two extensions that both use it share no
+// symbol and each has its own host.  It uses the
 // plain CPython C API: pybind11 and nanobind are optional.  The C API
 // (deferred_cleanup.h) is the same host; this header adds C++ spellings.
 #pragma once
@@ -65,8 +66,10 @@ class Host {
   static Host* get(const Options& opts = {}) noexcept {
     return reinterpret_cast<Host*>(dc_host_get(&opts));
   }
-  /// dc_hand_off(): any thread; never blocks, allocates nothing; seq_cst push.
-  void hand_off(Item* item) noexcept { dc_hand_off(c(), item); }
+  /// dc_hand_off(): any thread, also after finalization; never blocks,
+  /// allocates nothing; seq_cst push.  Returns 0, or -1 for a null item
+  /// (nothing queued, no exception set).
+  int hand_off(Item* item) noexcept { return dc_hand_off(c(), item); }
   /// dc_entry(): any thread holding the GIL; drains on the main thread.
   /// Returns 0, or -1 with a cleanup's KeyboardInterrupt/SystemExit set.
   int entry() noexcept { return dc_entry(c()); }
@@ -97,5 +100,11 @@ Item* make_item(std::unique_ptr<T>& owned) noexcept {
   if (it != nullptr) owned.release();
   return it;
 }
+
+/// dc_item_payload(): the payload `item` was made with (nullptr for a null
+/// item).  Thread: any, while the item is the caller's (before hand_off()
+/// or dc_item_discard()).  Never blocks.  Memory ordering: a plain read.
+/// Errors: none.  Source: this project.
+inline void* payload(const Item* item) noexcept { return dc_item_payload(item); }
 
 }  // namespace deferred_cleanup::cpython

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * dc_capi_probe: the C API's argument checks, its payload accessor and its
+ * fork() behaviour, from a user's extension (tests/test_capi.py).
+ * DC_CAPI_PROBE_EXIT_WAIT_MS (read at import) sets dc_host_options.exit_wait_ns.
+ */
+#include <Python.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "deferred_cleanup/cpython/deferred_cleanup.h"
+
+static dc_host* host;
+static atomic_ullong cleaned;     /* our cleanups run (this process's copy) */
+static atomic_ullong outstanding; /* what outstanding() reports; set from Python */
+static int not_a_host;            /* an address that is no host */
+
+/* A symbol of the user's own with default visibility (not static). */
+int capi_probe_user_c(void) { return 1; }
+
+static void release(void* obj) {
+  Py_DECREF((PyObject*)obj);
+  atomic_fetch_add(&cleaned, 1);
+}
+
+static void nothing(void* p) { (void)p; }
+
+static uint64_t report_outstanding(void* ctx) {
+  (void)ctx;
+  return atomic_load(&outstanding);
+}
+
+/* item_new_null_cleanup() -> bool: dc_item_new(NULL, payload) returned NULL. */
+static PyObject* item_new_null_cleanup(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  dc_item* it = dc_item_new(NULL, &not_a_host);
+  dc_item_discard(it);
+  return PyBool_FromLong(it == NULL);
+}
+
+/* hand_off_null_item() -> int: dc_hand_off(host, NULL). */
+static PyObject* hand_off_null_item(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  return PyLong_FromLong(dc_hand_off(host, NULL));
+}
+
+/* hand_off_with(obj, which) -> (rc, payload_back): hand off an item releasing
+ * obj, with which = "null" (NULL host), "other" (an address that is no host)
+ * or "host" (this extension's).  On a refusal the item is still ours: its
+ * payload is read back with dc_item_payload, released here, the item discarded. */
+static PyObject* hand_off_with(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* obj;
+  const char* which;
+  if (!PyArg_ParseTuple(args, "Os", &obj, &which)) return NULL;
+  dc_host* h = strcmp(which, "host") == 0    ? host
+               : strcmp(which, "other") == 0 ? (dc_host*)&not_a_host
+                                             : NULL;
+  dc_item* it = dc_item_new(release, Py_NewRef(obj));
+  if (it == NULL) {
+    Py_DECREF(obj);
+    return PyErr_NoMemory();
+  }
+  int rc = dc_hand_off(h, it);
+  PyObject* back = Py_None;
+  if (rc != 0) {
+    back = (PyObject*)dc_item_payload(it);
+    dc_item_discard(it);
+    Py_DECREF(obj); /* the reference the refused item held */
+  }
+  return Py_BuildValue("(iO)", rc, back);
+}
+
+typedef struct {
+  int null_item, null_host, null_cleanup_refused;
+} native_result;
+
+static void* native(void* arg) {
+  native_result* r = arg;
+  r->null_item = dc_hand_off(host, NULL);
+  dc_item* it = dc_item_new(nothing, NULL);
+  r->null_host = dc_hand_off(NULL, it);
+  if (r->null_host != 0) dc_item_discard(it);
+  dc_item* bad = dc_item_new(NULL, NULL);
+  r->null_cleanup_refused = bad == NULL;
+  dc_item_discard(bad);
+  return NULL;
+}
+
+/* null_calls_on_native_thread() -> (rc null item, rc null host, new refused):
+ * the same calls from a thread with no thread state. */
+static PyObject* null_calls_on_native_thread(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  native_result r = {99, 99, 0};
+  pthread_t t;
+  PyThreadState* ts = PyEval_SaveThread(); /* the GIL released while it runs */
+  int err = pthread_create(&t, NULL, native, &r);
+  if (err == 0) pthread_join(t, NULL);
+  PyEval_RestoreThread(ts);
+  if (err != 0) return PyErr_NoMemory();
+  return Py_BuildValue("(iii)", r.null_item, r.null_host, r.null_cleanup_refused);
+}
+
+/* payload_of(obj) -> (payload, null_item_gives_null): dc_item_payload of a new item. */
+static PyObject* payload_of(PyObject* self, PyObject* obj) {
+  (void)self;
+  dc_item* it = dc_item_new(nothing, obj);
+  if (it == NULL) return PyErr_NoMemory();
+  PyObject* p = (PyObject*)dc_item_payload(it);
+  dc_item_discard(it);
+  return Py_BuildValue("(OO)", p, dc_item_payload(NULL) == NULL ? Py_True : Py_False);
+}
+
+/* hand_off_and_fork(objs) -> (pid, cleaned_at_fork): hand off one item per
+ * object from the main thread, then fork() at once, with no bytecode between
+ * (CPython runs pending calls only between bytecodes).  cleaned_at_fork is our
+ * count as fork() returned, in either process. */
+static PyObject* hand_off_and_fork(PyObject* self, PyObject* objs) {
+  (void)self;
+  if (dc_entry(host) != 0) return NULL;
+  if (!PyList_Check(objs)) return PyErr_Format(PyExc_TypeError, "a list");
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); ++i) {
+    PyObject* o = PyList_GET_ITEM(objs, i);
+    dc_item* it = dc_item_new(release, Py_NewRef(o));
+    if (it == NULL) {
+      Py_DECREF(o);
+      return PyErr_NoMemory();
+    }
+    dc_hand_off(host, it);
+  }
+  PyOS_BeforeFork();
+  pid_t pid = fork();
+  unsigned long long at_fork = atomic_load(&cleaned);
+  if (pid == 0) {
+    PyOS_AfterFork_Child();
+  } else {
+    PyOS_AfterFork_Parent();
+    if (pid < 0) return PyErr_SetFromErrno(PyExc_OSError);
+  }
+  return Py_BuildValue("(lK)", (long)pid, at_fork);
+}
+
+static PyObject* set_outstanding(PyObject* self, PyObject* n) {
+  (void)self;
+  unsigned long long v = PyLong_AsUnsignedLongLong(n);
+  if (PyErr_Occurred()) return NULL;
+  atomic_store(&outstanding, v);
+  Py_RETURN_NONE;
+}
+
+/* counters() -> dict: the host's handed_off, its cleaned, and ours. */
+static PyObject* counters(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  dc_counters c;
+  dc_get_counters(host, &c); /* no dc_entry: reading drains nothing */
+  return Py_BuildValue("{sKsKsK}", "handed_off", c.handed_off, "cleaned", c.cleaned, "ours",
+                       atomic_load(&cleaned));
+}
+
+static PyObject* drain_now(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  int64_t n = dc_drain_now(host);
+  return n < 0 ? NULL : PyLong_FromLongLong(n);
+}
+
+static PyMethodDef methods[] = {
+    {"item_new_null_cleanup", item_new_null_cleanup, METH_NOARGS, NULL},
+    {"hand_off_null_item", hand_off_null_item, METH_NOARGS, NULL},
+    {"hand_off_with", hand_off_with, METH_VARARGS, NULL},
+    {"null_calls_on_native_thread", null_calls_on_native_thread, METH_NOARGS, NULL},
+    {"payload_of", payload_of, METH_O, NULL},
+    {"hand_off_and_fork", hand_off_and_fork, METH_O, NULL},
+    {"set_outstanding", set_outstanding, METH_O, NULL},
+    {"counters", counters, METH_NOARGS, NULL},
+    {"drain_now", drain_now, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "dc_capi_probe", .m_size = -1,
+                                    .m_methods = methods};
+
+PyMODINIT_FUNC PyInit_dc_capi_probe(void) {
+  dc_host_options opts = {0};
+  const char* wait_ms = getenv("DC_CAPI_PROBE_EXIT_WAIT_MS");
+  if (wait_ms != NULL) opts.exit_wait_ns = (int64_t)atoll(wait_ms) * 1000000;
+  opts.outstanding = report_outstanding;
+  if ((host = dc_host_get(&opts)) == NULL) return NULL;
+  return PyModule_Create(&module);
+}

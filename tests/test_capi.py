@@ -1,0 +1,321 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The C API and the CMake package as a new extension author meets them.
+
+What a user found building an extension from docs/extension-authors.rst alone
+(issue "The core, adoptable"), each checked here against the real package:
+
+* a C-only project (``project(x LANGUAGES C)``) that links
+  ``deferred_cleanup::cpython`` stops at configure time with one message
+  saying to enable CXX, from the installed config and from the source tree
+  (``add_subdirectory``), instead of dropping the host's C++ sources;
+* the host's sources are compiled hidden, the user's own keep their
+  visibility (``nm -D`` of an extension with a C and a C++ source);
+* ``dc_item_new`` with a NULL cleanup returns NULL, ``dc_hand_off`` with a NULL
+  item or a host that is not the extension's returns -1 and queues nothing
+  (include/deferred_cleanup/cpython/deferred_cleanup.h), also from a thread
+  with no thread state;
+* ``dc_item_payload`` gives the payload back;
+* fork(): items queued at the fork are cleaned in the parent and in the
+  child, and the user's ``outstanding()`` count is the child's copy.
+
+The package is installed with ``cmake --install`` of this tree
+(``-DDC_PACKAGE_ONLY=ON``) into a temporary prefix, and tests/capi/ is built
+against it with this interpreter: mutants of cmake/ and src/cpython/ reach it.
+Every scenario runs in its own interpreter, so a crash fails one test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PROBE = REPO / "tests" / "capi"
+HANG_GUARD_S = 600  # a subprocess or CMake step that takes longer has hung
+CXX_MESSAGE = "links deferred_cleanup::cpython, whose sources are C++17"
+
+# Configure and build take a few seconds idle, a minute or more with both cores busy.
+pytestmark = pytest.mark.timeout(1800)
+
+
+def _run(argv: list[str], ok: bool = True, **kw) -> subprocess.CompletedProcess:
+    """Run a command; with ``ok``, assert it succeeded (its output in the message)."""
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=HANG_GUARD_S, **kw)
+    if ok:
+        assert p.returncode == 0, f"{argv}:\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
+    return p
+
+
+@pytest.fixture(scope="module")
+def prefix(tmp_path_factory) -> Path:
+    """This tree's CMake package, installed by ``cmake --install`` into a temporary prefix.
+
+    Returns:
+        Path: the install prefix.
+    """
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed here: the package is a CMake package")
+    tmp = tmp_path_factory.mktemp("capi-package")
+    _run(["cmake", "-S", str(REPO), "-B", str(tmp / "b"), "-DDC_PACKAGE_ONLY=ON"])
+    _run(["cmake", "--install", str(tmp / "b"), "--prefix", str(tmp / "prefix")])
+    return tmp / "prefix"
+
+
+def _cmake_dir(prefix: Path) -> Path:
+    return prefix / "share" / "cmake" / "deferred_cleanup"
+
+
+@pytest.fixture(scope="module")
+def probe(prefix, tmp_path_factory) -> Path:
+    """tests/capi built with this interpreter against the installed package.
+
+    Returns:
+        Path: the build directory, which holds the module ``dc_capi_probe``.
+    """
+    b = tmp_path_factory.mktemp("capi-probe")
+    _run(
+        [
+            "cmake",
+            *("-S", str(PROBE), "-B", str(b)),
+            "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+            f"-DPython_EXECUTABLE={sys.executable}",
+            f"-Ddeferred_cleanup_DIR={_cmake_dir(prefix)}",
+            "-DCMAKE_C_FLAGS=-Wall -Wextra -Werror",
+            "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Werror",
+        ]
+    )
+    _run(["cmake", "--build", str(b), "-j2"])
+    return b
+
+
+def _script(probe: Path, code: str, **env: str) -> dict:
+    """Run ``code`` in a fresh interpreter that imports dc_capi_probe as ``probe``.
+
+    Args:
+        probe: the probe's build directory.
+        code: the body; its last line of output must be a JSON object.
+        **env: extra environment variables.
+
+    Returns:
+        dict: the JSON object the script printed last.
+    """
+    full = "import json, os, sys, time\nimport dc_capi_probe as probe\n" + textwrap.dedent(code)
+    e = dict(os.environ, PYTHONPATH=str(probe), **env)
+    e.pop("DC_SESSION_REPORT", None)
+    p = subprocess.run(
+        [sys.executable, "-c", full], capture_output=True, text=True, env=e, timeout=HANG_GUARD_S
+    )
+    assert p.returncode == 0, f"exit status {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- CMake: C-only projects
+
+C_ONLY = """\
+cmake_minimum_required(VERSION 3.25)
+project(conly LANGUAGES {languages})
+find_package(Python 3.10 REQUIRED COMPONENTS Interpreter Development.Module)
+{find}
+Python_add_library(conly MODULE WITH_SOABI conly.c)
+target_link_libraries(conly PRIVATE deferred_cleanup::cpython)
+"""
+
+
+def _configure_c_project(tmp: Path, languages: str, find: str, *args: str):
+    src = tmp / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(C_ONLY.format(languages=languages, find=find))
+    (src / "conly.c").write_text("int conly_answer(void) { return 42; }\n")
+    argv = ["cmake", "-S", str(src), "-B", str(tmp / "b"), f"-DPython_EXECUTABLE={sys.executable}"]
+    return _run([*argv, *args], ok=False)
+
+
+@pytest.mark.parametrize("languages", ["C", "C CXX"])
+def test_a_c_only_project_stops_at_configure_with_one_message_installed(
+    prefix, languages, tmp_path
+):
+    p = _configure_c_project(
+        tmp_path,
+        languages,
+        "find_package(deferred_cleanup CONFIG REQUIRED)",
+        f"-Ddeferred_cleanup_DIR={_cmake_dir(prefix)}",
+    )
+    out = " ".join((p.stdout + p.stderr).split())  # CMake wraps its messages
+    if languages == "C":
+        assert p.returncode != 0, f"a C-only project configured:\n{out[-3000:]}"
+        assert out.count(CXX_MESSAGE) == 1 and "Enable CXX" in out, out[-3000:]
+    else:  # the same project with CXX enabled configures, with no such message
+        assert p.returncode == 0 and CXX_MESSAGE not in out, out[-3000:]
+
+
+@pytest.mark.parametrize("languages", ["C", "C CXX"])
+def test_a_c_only_project_stops_at_configure_with_one_message_source_tree(languages, tmp_path):
+    if shutil.which("cmake") is None:
+        pytest.skip("cmake is not installed here: the package is a CMake package")
+    p = _configure_c_project(
+        tmp_path,
+        languages,
+        'set(DC_PACKAGE_ONLY ON CACHE BOOL "" FORCE)\n'
+        f'add_subdirectory("{REPO.as_posix()}" deferred_cleanup)',
+    )
+    out = " ".join((p.stdout + p.stderr).split())  # CMake wraps its messages
+    if languages == "C":
+        assert p.returncode != 0, f"a C-only project configured:\n{out[-3000:]}"
+        assert out.count(CXX_MESSAGE) == 1 and "Enable CXX" in out, out[-3000:]
+    else:
+        assert p.returncode == 0 and CXX_MESSAGE not in out, out[-3000:]
+
+
+# ---------------------------------------------------------------- visibility
+
+
+def test_the_users_symbols_stay_exported_and_the_hosts_are_hidden(probe):
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) not found: it reads the module's dynamic symbols")
+    (so,) = probe.glob("dc_capi_probe*.so")
+    out = _run([nm, "-DC", "--defined-only", str(so)]).stdout
+    exported = {line.split(maxsplit=2)[-1] for line in out.splitlines() if line.strip()}
+    # The user's own C and C++ functions, default visibility, not static.
+    assert {"capi_probe_user_c", "capi_probe_user_cxx"} <= exported, sorted(exported)
+    # The host library's: none (dc_ functions, deferred_cleanup:: code).
+    ours = sorted(e for e in exported if e.startswith("dc_") or "deferred_cleanup" in e)
+    assert ours == [], f"the host's symbols are exported: {ours}"
+
+
+# ---------------------------------------------------------------- argument checks
+
+
+def test_null_cleanup_null_item_and_foreign_host_are_refused(probe):
+    r = _script(
+        probe,
+        """
+        o = object()
+        refs = sys.getrefcount(o)
+        out = {"new_null_cleanup_refused": probe.item_new_null_cleanup(),
+               "null_item": probe.hand_off_null_item()}
+        for which in ("null", "other"):
+            rc, back = probe.hand_off_with(o, which)
+            out[which] = [rc, back is o]
+        del back
+        out["refs_kept"] = sys.getrefcount(o) == refs
+        out["native"] = list(probe.null_calls_on_native_thread())
+        out["after_refusals"] = probe.counters()
+        out["drained"] = probe.drain_now()
+        rc, back = probe.hand_off_with(o, "host")  # the control: accepted, cleaned
+        out["host"] = [rc, back is None]
+        end = time.monotonic() + 60  # hang guard
+        while probe.counters()["ours"] < 1 and time.monotonic() < end:
+            time.sleep(0.001)
+        out["after_one"] = probe.counters()
+        out["refs_back"] = sys.getrefcount(o) == refs
+        print(json.dumps(out))
+        """,
+    )
+    assert r["new_null_cleanup_refused"] is True, r
+    assert r["null_item"] == -1, r
+    # Refused: -1, the item still the caller's (its payload read back).
+    assert r["null"] == [-1, True] and r["other"] == [-1, True], r
+    assert r["refs_kept"], r
+    # From a thread with no thread state: the same answers.
+    assert r["native"] == [-1, -1, 1], r
+    # Nothing was queued or counted by a refusal.
+    assert r["after_refusals"] == {"handed_off": 0, "cleaned": 0, "ours": 0}, r
+    assert r["drained"] == 0, r
+    # The control: this extension's host takes the item and cleans it.
+    assert r["host"] == [0, True], r
+    assert r["after_one"]["handed_off"] == 1 and r["after_one"]["ours"] == 1, r
+    assert r["refs_back"], r
+
+
+def test_item_payload_returns_the_payload_it_was_made_with(probe):
+    r = _script(
+        probe,
+        """
+        o = object()
+        p, null_gives_null = probe.payload_of(o)
+        print(json.dumps({"same": p is o, "null": null_gives_null}))
+        """,
+    )
+    assert r == {"same": True, "null": True}, r
+
+
+# ---------------------------------------------------------------- fork()
+
+N_FORK = 200
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is unavailable here")
+def test_items_queued_at_fork_are_cleaned_in_the_parent_and_in_the_child(probe):
+    r = _script(
+        probe,
+        f"""
+        rfd, wfd = os.pipe()
+        objs = [object() for _ in range({N_FORK})]
+        pid, at_fork = probe.hand_off_and_fork(objs)
+        end = time.monotonic() + 60  # hang guard
+        # No entry point, no drain_now: the host's pending calls alone.
+        while probe.counters()["ours"] < {N_FORK} and time.monotonic() < end:
+            time.sleep(0.001)
+        mine = {{"at_fork": at_fork, "ours": probe.counters()["ours"]}}
+        if pid == 0:
+            os.write(wfd, json.dumps(mine).encode())
+            os._exit(0)
+        os.close(wfd)
+        child = json.loads(os.read(rfd, 4096).decode() or "null")
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({{"parent": mine, "child": child, "status": status}}))
+        """,
+    )
+    parent, child = r["parent"], r["child"]
+    assert r["status"] == 0 and child is not None, r
+    # The same moment seen from both sides; some items were still queued then,
+    # else this run shows nothing about inherited items.
+    assert parent["at_fork"] == child["at_fork"] < N_FORK, r
+    # Each process cleans every item handed off before the fork: the child its
+    # copies of those still queued at the fork, the parent its own.
+    assert parent["ours"] == N_FORK, f"hang guard or lost items in the parent: {r}"
+    assert child["ours"] == N_FORK, f"hang guard or lost items in the child: {r}"
+
+
+FORK_OUTSTANDING = """
+probe.set_outstanding(1)  # work in flight on a thread the child will not have
+if {reset}:
+    os.register_at_fork(after_in_child=lambda: probe.set_outstanding(0))
+t0 = time.monotonic()
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # a normal exit: the atexit phase, the host's exit sequence
+probe.set_outstanding(0)  # the parent's own work completed
+_, status = os.waitpid(pid, 0)
+print(json.dumps({{"status": status, "child_s": time.monotonic() - t0}}))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is unavailable here")
+def test_a_childs_copied_outstanding_count_holds_its_exit_until_the_bound(probe):
+    wait_ms = 500
+    r = _script(
+        probe, FORK_OUTSTANDING.format(reset=False), DC_CAPI_PROBE_EXIT_WAIT_MS=str(wait_ms)
+    )
+    assert r["status"] == 0, r
+    # Step 0 of the child's exit sequence drains while outstanding() is
+    # non-zero, until the bound: the copied count never falls in the child.
+    assert r["child_s"] >= wait_ms / 1000, r
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is unavailable here")
+def test_a_child_that_resets_its_count_at_fork_does_not_wait(probe):
+    bound_ms = 120_000  # far beyond any exit of a child that does not wait
+    r = _script(
+        probe, FORK_OUTSTANDING.format(reset=True), DC_CAPI_PROBE_EXIT_WAIT_MS=str(bound_ms)
+    )
+    assert r["status"] == 0, r
+    assert r["child_s"] < bound_ms / 1000 / 2, f"the child waited out its exit bound: {r}"
