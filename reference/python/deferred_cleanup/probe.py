@@ -522,7 +522,7 @@ def _run_child(kind: str) -> tuple[int, list[str]]:
         env=dict(os.environ, PYTHONFAULTHANDLER=""),
     )
     return p.returncode, p.stdout.decode(errors="replace").splitlines() + [
-        "stderr:" + ln for ln in p.stderr.decode(errors="replace").splitlines()[-5:]
+        "stderr:" + ln for ln in p.stderr.decode(errors="replace").splitlines()[-12:]
     ]
 
 
