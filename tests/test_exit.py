@@ -358,6 +358,30 @@ def test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error(scenario):
         check_exit_flush_run(out, n, kind)
 
 
+@pytest.mark.test_hooks
+def test_exit_flush_runs_tool_counts_each_run(tmp_path):
+    """tools/exit_flush_runs.py (which made notes/exit-flush/runs.json) runs
+    the same scenario and counts each child: with 2 runs, 2 witnesses, no
+    SystemError, exit status 0, and --out written with a provenance stamp."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    out = tmp_path / "runs.json"
+    p = subprocess.run(
+        [sys.executable, str(repo / "tools" / "exit_flush_runs.py"), "--runs", "2"]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,  # hang guard: two children of well under a second each
+    )
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    data = json.loads(out.read_text())
+    (entry,) = data["interpreters"].values()
+    assert entry["runs"] == 2 and entry["witnesses"] == 2, entry
+    assert entry["system_errors"] == 0 and entry["exception_shown"] == 2, entry
+    assert data["provenance"]["sources"], data["provenance"]
+
+
 def test_later_interrupts_of_the_exit_sequence_go_to_unraisablehook(scenario):
     """The exit sequence releases everything and never stops early: of the
     KeyboardInterrupt and SystemExit(3) its cleanups raise, the first is
