@@ -293,44 +293,93 @@ def test_py_atexit_registered_normally(dc):
     assert dc._native._atexit_registered()
 
 
+#: Children per kind in the exit-time flush test; tools/exit_flush_runs.py runs 100.
+FLUSH_RUNS_PER_KIND = 3
+
+
+def check_exit_flush_run(out: dict, n: int, kind: str) -> dict:
+    """The rule of one exit_interrupt_at_flush child (also used by
+    tools/exit_flush_runs.py): no SystemError, the cleanup's exception is what
+    the program shows, every payload released once, and the interrupt was
+    kept at CPython's exit-time flush (the witness, by construction).
+
+    Args:
+        out (dict): :func:`conftest.run_scenario`'s result for the child.
+        n (int): payloads in the child's graph.
+        kind (str): ``"ki"`` (KeyboardInterrupt) or ``"exit"`` (SystemExit(3)).
+
+    Returns:
+        dict: the child's Py_AtExit counters (``out["at_exit"]``).
+
+    Raises:
+        AssertionError: the child broke the rule or missed the flush.
+    """
+    s = out["at_exit"]
+    assert "SystemError" not in out["stderr"], (kind, out["stderr"])
+    assert s is not None, out["stderr"]
+    assert s["cleaned"] == n and s["leaked_at_shutdown"] == 0, (kind, s)
+    if kind == "ki":
+        assert "KeyboardInterrupt" in out["stderr"], (out["rc"], out["stderr"])
+    else:
+        assert out["rc"] == 3 or "SystemExit: 3" in out["stderr"], (out["rc"], out["stderr"])
+    assert s["interrupts_held_at_flush"] == 1, (
+        "the construction (threading._shutdown wrapped by _test_release_at_exit_flush) "
+        "puts the host's pending call into CPython's exit-time flush in every run",
+        kind,
+        s,
+        out["stderr"],
+    )
+    return s
+
+
+@pytest.mark.test_hooks
 def test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error(scenario):
     """A cleanup raises KeyboardInterrupt or SystemExit(3) while the program
     exits, with destructors still due (docs: Caveats, the interrupt rule).
 
     CPython runs the pending calls left at exit in _Py_FinishPendingCalls,
-    before the atexit handlers and outside any Python frame, and turns a -1
-    there into PyErr_BadInternalCall() chained to the pending call's
-    exception (Python/ceval.c v3.10.0 and v3.11.0, Python/ceval_gil.c v3.12.0
-    and v3.13.0): "SystemError: ... bad argument to internal function".  The
-    host keeps the interrupt instead and the exit hook raises it in the
-    atexit phase.  Up to 30 children, alternating the two kinds, stopping
-    once each kind reached the flush (the witness: interrupts_held_at_flush).
-    Every child shows no SystemError, shows its exception, and releases every
-    payload.  On 3.10-3.12 a foreign thread's pending call starts no eval
-    breaker (gh-95820), so the flush is reached in about half of the runs
-    and at least one witness is required there; on 3.13+ the call usually
-    runs in the main module first."""
+    right after threading._shutdown and before the atexit handlers, outside
+    any Python frame, and turns a -1 there into PyErr_BadInternalCall()
+    chained to the pending call's exception (Python/ceval.c v3.10.0 and
+    v3.11.0, Python/ceval_gil.c v3.12.0 to v3.14.0; the order:
+    Python/pylifecycle.c Py_FinalizeEx, v3.10.0 to v3.14.0): "SystemError: ...
+    bad argument to internal function".  The host keeps the interrupt
+    instead and the exit hook raises it in the atexit phase.  The scenario
+    reaches the flush by construction: threading._shutdown is wrapped by a C
+    function that releases the held destructor calls and waits for them with
+    the GIL held, so the host's pending call is added by a foreign thread
+    and no bytecode runs before the flush (_test_release_at_exit_flush).
+    Each child, of either kind: no SystemError, its exception shown, every
+    payload released, and the witness (interrupts_held_at_flush == 1)."""
     n = 20
-    witnessed = set()
-    runs = 0
-    for i in range(30):
-        kind = ("ki", "exit")[i % 2]
+    for kind in ("ki", "exit") * FLUSH_RUNS_PER_KIND:
+        # 60 s: a hang guard for a child that normally exits in well under a second.
         out = scenario("exit_interrupt_at_flush", str(n), kind, timeout_s=60)
-        runs += 1
-        s = out["at_exit"]
-        assert "SystemError" not in out["stderr"], (kind, out["stderr"])
-        assert s is not None, out["stderr"]
-        assert s["cleaned"] == n and s["leaked_at_shutdown"] == 0, (kind, s)
-        if kind == "ki":
-            assert "KeyboardInterrupt" in out["stderr"], (out["rc"], out["stderr"])
-        else:
-            assert out["rc"] == 3 or "SystemExit: 3" in out["stderr"], (out["rc"], out["stderr"])
-        if s["interrupts_held_at_flush"] > 0:
-            witnessed.add(kind)
-        if witnessed == {"ki", "exit"}:
-            break
-    if sys.version_info < (3, 13):
-        assert witnessed, f"witness: no run of {runs} reached CPython's exit-time flush"
+        check_exit_flush_run(out, n, kind)
+
+
+@pytest.mark.test_hooks
+def test_exit_flush_runs_tool_counts_each_run(tmp_path):
+    """tools/exit_flush_runs.py (which made notes/exit-flush/runs.json) runs
+    the same scenario and counts each child: with 2 runs, 2 witnesses, no
+    SystemError, exit status 0, and --out written with a provenance stamp."""
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    out = tmp_path / "runs.json"
+    p = subprocess.run(
+        [sys.executable, str(repo / "tools" / "exit_flush_runs.py"), "--runs", "2"]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,  # hang guard: two children of well under a second each
+    )
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    data = json.loads(out.read_text())
+    (entry,) = data["interpreters"].values()
+    assert entry["runs"] == 2 and entry["witnesses"] == 2, entry
+    assert entry["system_errors"] == 0 and entry["exception_shown"] == 2, entry
+    assert data["provenance"]["sources"], data["provenance"]
 
 
 def test_later_interrupts_of_the_exit_sequence_go_to_unraisablehook(scenario):

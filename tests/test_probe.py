@@ -166,6 +166,21 @@ def test_fork_probe_runs_the_queued_calls_in_both_processes(measured):
     assert ran_all == (measured["fields"]["fork.queued_calls_in_child"] == "run"), fork
 
 
+def test_exit_flush_probe_runs_its_call_in_the_flush_with_no_frame(measured):
+    # exit_flush.error is about the flush only: the child's failing pending
+    # call was added once (accepted) and ran once, with no Python frame (the
+    # C wrapper of threading._shutdown leaves no bytecode before the flush),
+    # and the child's stderr holds the call's own exception, chained or not.
+    child = measured["extra"]["exit-flush"]
+    lines = child["lines"]
+    assert "flush:add:0" in lines, child
+    assert lines.count("flush:ran:0") == 1 and "flush:ran:1" not in lines, child
+    assert any("probe: pending call failed" in ln for ln in lines if ln.startswith("stderr:")), (
+        child
+    )
+    assert measured["fields"]["exit_flush.error"] in ("SystemError", "exception", "silent"), child
+
+
 # ---------------------------------------------------------------- the expected table
 def test_expected_interface():
     if VERSION > NEWEST:

@@ -388,6 +388,36 @@ void after_finalize_handler() {
 
 int arm_after_finalize() { return std::atexit(after_finalize_handler); }
 
+// ------------------------------------------------------------ exit-time flush
+/// Pending call of the exit-flush child: writes "flush:ran:<frame>" (1 when a
+/// Python frame runs on this thread, 0 in CPython's exit-time flush) and fails
+/// as a pending call may: -1 with RuntimeError set.  Main thread, GIL held.
+int failing_flush_call(void*) {
+  PyFrameObject* f = PyThreadState_GetFrame(PyThreadState_Get());  // new reference or NULL
+  Py_XDECREF(f);
+  write_line("flush:ran:%ld\n", f != nullptr ? 1L : 0L);
+  PyErr_SetString(PyExc_RuntimeError, "probe: pending call failed in the exit-time flush");
+  return -1;
+}
+
+/// Wrap threading._shutdown with a C function that calls it, then adds
+/// failing_flush_call from this (the main) thread and returns.  Py_FinalizeEx
+/// calls threading._shutdown from C (wait_for_thread_shutdown) and then
+/// _Py_FinishPendingCalls with no Python frame run in between
+/// (Python/pylifecycle.c Py_FinalizeEx, v3.10.0 to v3.14.0;
+/// make_pre_finalization_calls on main for 3.15), so the call is first run by
+/// the flush, whatever the eval breaker says.  Thread: main, GIL held.
+/// Blocks: no.  Errors: a Python exception if threading cannot be imported.
+void arm_exit_flush() {
+  py::module_ threading = py::module_::import("threading");
+  py::object original = threading.attr("_shutdown");
+  threading.attr("_shutdown") = py::cpp_function([original]() {
+    original();
+    int rc = Py_AddPendingCall(failing_flush_call, nullptr);
+    write_line("flush:add:%ld\n", static_cast<long>(rc));
+  });
+}
+
 // ------------------------------------------------------------ fork
 /// Queue `n` calls from a foreign thread (joined before the fork, so no
 /// thread is inside Py_AddPendingCall), fork on this thread with no bytecode
@@ -510,6 +540,10 @@ void register_probe(pybind11::module_& m) {
   m.def("arm_after_finalize", &arm_after_finalize,
         "std::atexit a handler that adds a pending call from a foreign thread after Py_FinalizeEx "
         "returned.");
+  m.def("arm_exit_flush", &arm_exit_flush,
+        "Wrap threading._shutdown so that, after it, the main thread adds a pending call that "
+        "writes flush:ran:<frame> and returns -1 with RuntimeError set; CPython's exit-time "
+        "flush (_Py_FinishPendingCalls) is the first to run it.");
   m.def("fork_keeps_queued", &fork_keeps_queued, py::arg("n"),
         "Queue n calls from a foreign thread, fork at once, and return how many of them the "
         "child runs at its first Py_MakePendingCalls (dict: base, queued, child_ran, "

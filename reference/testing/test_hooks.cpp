@@ -16,14 +16,21 @@
 //     (host.cpp) knows nothing of it;
 //   * fill CPython's pending-call ring from a foreign thread while the main
 //     thread stays in C++ (no pending call can run), then release a driver's
-//     held destructor calls.
+//     held destructor calls;
+//   * add the host's pending call as the last thing before CPython's
+//     exit-time flush: threading._shutdown is wrapped by a C function that
+//     releases a driver's held destructor calls and waits for them, so the
+//     call is first run by _Py_FinishPendingCalls.
 #include <pybind11/critical_section.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <condition_variable>
+#include <cstdio>
+#include <memory>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <thread>
 
 #include "host.hpp"
@@ -219,6 +226,48 @@ int test_gate_hook_passes() {
   return g_hold.passes;
 }
 
+// The driver whose held destructor calls the wrapped threading._shutdown
+// releases (main thread, GIL held: written once by the hook's installer,
+// read and reset by the wrapper).
+std::shared_ptr<SimulatedDriver> g_flush_driver;
+int g_flush_threads = 1;
+
+/// Install a wrapper of threading._shutdown (main thread, GIL held).
+///
+/// Py_FinalizeEx calls threading._shutdown through wait_for_thread_shutdown
+/// (PyObject_CallMethodNoArgs) and then, with no Python frame run in
+/// between, _Py_FinishPendingCalls, before the atexit handlers
+/// (Python/pylifecycle.c, Py_FinalizeEx and wait_for_thread_shutdown, the
+/// same order at v3.10.0, v3.11.0, v3.12.0, v3.13.0 and v3.14.0).  The
+/// wrapper is a C function: it calls the original, then releases the
+/// driver's held destructor calls from `threads` native threads and waits,
+/// keeping the GIL, until each destructor call has returned (each push made,
+/// the host's pending call added by a foreign thread).  No bytecode runs on
+/// the main thread after the add, so no eval breaker check can run the call
+/// early: the first run of the host's pending call is CPython's exit-time
+/// flush, on every interpreter, whatever the load.  The wait is a hang
+/// guard of 120 s; past it a line goes to stderr.
+void release_at_exit_flush(std::shared_ptr<SimulatedDriver> d, int threads) {
+  if (!d) throw py::type_error("_test_release_at_exit_flush: driver must be a SimulatedDriver");
+  if (threads < 1) throw py::value_error("_test_release_at_exit_flush: threads must be >= 1");
+  if (g_flush_driver) throw std::logic_error("_test_release_at_exit_flush: already installed");
+  g_flush_driver = std::move(d);
+  g_flush_threads = threads;
+  py::module_ threading = py::module_::import("threading");
+  py::object original = threading.attr("_shutdown");
+  threading.attr("_shutdown") = py::cpp_function([original]() {
+    original();  // the threading module's own exit: joins non-daemon threads
+    std::shared_ptr<SimulatedDriver> drv = std::move(g_flush_driver);
+    if (!drv) return;
+    drv->release(g_flush_threads);
+    if (!drv->wait_idle(std::chrono::seconds(120))) {  // hang guard, not a timing
+      std::fprintf(stderr,
+                   "_test_release_at_exit_flush: destructor calls still due after 120 s (hang "
+                   "guard)\n");
+    }
+  });
+}
+
 void register_test_hooks(py::module_& m) {
   m.def(
       "_test_saturate", &test_saturate, py::arg("driver"), py::arg("threads") = 8,
@@ -269,6 +318,15 @@ void register_test_hooks(py::module_& m) {
       "them "
       "accepted and drops them, as CPython 3.10/3.11 lose a call added while a subinterpreter "
       "holds the GIL.");
+  m.def("_test_release_at_exit_flush", &release_at_exit_flush, py::arg("driver"),
+        py::arg("threads") = 1,
+        "_test_release_at_exit_flush(driver: SimulatedDriver, threads: int = 1) -> None\n\n"
+        "Main thread.  Wrap threading._shutdown with a C function that calls it, then releases "
+        "the driver's held destructor calls from `threads` threads and waits for them with the "
+        "GIL held (hang guard 120 s), so the host's pending call, added by a foreign thread, is "
+        "first run by CPython's exit-time flush (_Py_FinishPendingCalls, which Py_FinalizeEx "
+        "calls right after threading._shutdown).  Raises ValueError if threads < 1, RuntimeError "
+        "if already installed.");
 }
 
 }  // namespace deferred_cleanup::host

@@ -1,15 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """Scenario: a cleanup raises KeyboardInterrupt or SystemExit while the
-program exits, with destructors still due.
+program exits, with destructors still due, and the host's pending call is
+first run by CPython's exit-time flush.
 
 usage: exit_interrupt_at_flush.py N KIND
 Holds the destructor calls of a destroyed graph of N payloads; payload 0's
 finalizer raises KIND ("ki": KeyboardInterrupt, "exit": SystemExit(3)).  The
-last statement releases the calls from a driver thread, so the pending call
-is added while the main module ends: on 3.10-3.12 it usually first runs in
-CPython's exit-time flush (_Py_FinishPendingCalls, Python/pylifecycle.c), where
-no Python frame runs.  Prints {"created": N, "held": ...} and, as its last
-line, nothing else.
+test hook _test_release_at_exit_flush (reference/testing/test_hooks.cpp)
+wraps threading._shutdown: Py_FinalizeEx calls it and then, with no Python
+frame run in between, _Py_FinishPendingCalls (Python/pylifecycle.c,
+v3.10.0 to v3.14.0); the wrapper releases the held calls and waits for them
+with the GIL held, so the host's pending call, added by the driver's thread,
+reaches the flush in every run (the construction, not a timing).  Prints
+{"created": N, "held": ...} as its last line.
 """
 
 import json
@@ -31,5 +34,5 @@ for i in range(n):
     g.attach(i, fin)
 driver.set_hold(True)
 g.destroy()
+dc._native._test_release_at_exit_flush(driver)
 print(json.dumps({"created": n, "held": driver.held}), flush=True)
-driver.release(1)

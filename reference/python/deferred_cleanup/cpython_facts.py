@@ -89,6 +89,16 @@ state; "full" means the queue refused an add):
     The signal that killed that child, or ``"none"``.
 ``after_finalize.returns`` (int or None)
     What that ``Py_AddPendingCall`` returned (None when it crashed).
+``exit_flush.error`` (str: ``"SystemError"`` / ``"exception"`` / ``"silent"`` / ...)
+    How CPython reports a pending call that returns -1 with an exception set
+    in its exit-time flush (``_Py_FinishPendingCalls``, no Python frame): in
+    a child process whose ``threading._shutdown`` is wrapped by a C function
+    that adds the call from the main thread as the last thing before the
+    flush.  ``"SystemError"``: the call's exception is printed chained to a
+    SystemError ("bad argument to internal function"); ``"exception"``: only
+    the call's own exception is printed; ``"silent"``: neither;
+    ``"ran-in-frame"`` / ``"not-run"``: the construction failed (the call ran
+    inside Python code, or never).
 
 PEP 788 fields (``"absent"`` on every version without ``PyInterpreterGuard``,
 i.e. before 3.15); the view is made at import with
@@ -524,6 +534,23 @@ TABLE: tuple[Fact, ...] = (
         0,
         _GIL_313
         + " _push_pending_call: the queue was drained by finalization, so the add succeeds",
+    ),
+    Fact(
+        "exit_flush.error",
+        *_ALL,
+        "SystemError",
+        "_Py_FinishPendingCalls turns a pending call's -1 into PyErr_BadInternalCall() chained to "
+        "the call's exception and prints it ("
+        + _CEVAL_310
+        + "; "
+        + _GIL_312
+        + "; "
+        + _GIL_313
+        + "); "
+        + _PYLIFE
+        + " calls it right after wait_for_thread_shutdown (threading._shutdown), "
+        "with no Python frame in between; on main for 3.15 make_pre_finalization_calls keeps "
+        "that order",
     ),
     # ---- 8b. fork
     Fact(

@@ -455,13 +455,24 @@ def _child(kind: str) -> None:
     has returned.  ``finalize-main``: the handler adds its marker from the main
     thread.  Everything is written with ``write(2)`` to fd 1 as ``key`` lines.
 
+    ``exit-flush``: ``threading._shutdown`` is wrapped by a C function that
+    adds, from the main thread and as the last thing before CPython's
+    exit-time flush, a pending call that returns -1 with RuntimeError set
+    (:func:`probe_exit_flush`).
+
     ``pep788``: the last Python atexit handler arms the PEP 788 holder and
     poller threads (:func:`probe_pep788`); a ``Py_AtExit`` callback reports.
 
-    :param kind: ``"finalize-foreign"``, ``"finalize-main"`` or ``"pep788"`` (str).
+    :param kind: ``"finalize-foreign"``, ``"finalize-main"``, ``"exit-flush"`` or
+        ``"pep788"`` (str).
     :returns: None (the process then exits normally, running finalization).
     """
     P.set_marker_fd(1)
+    if kind == "exit-flush":
+        # A C wrapper of threading._shutdown adds a failing pending call last.
+        P.arm_exit_flush()
+        os.write(1, b"child:ready\n")
+        return
     if kind == "pep788":
         # Registered first, so it is the last Python atexit handler of ours.
         def last() -> None:
@@ -511,7 +522,7 @@ def _run_child(kind: str) -> tuple[int, list[str]]:
         env=dict(os.environ, PYTHONFAULTHANDLER=""),
     )
     return p.returncode, p.stdout.decode(errors="replace").splitlines() + [
-        "stderr:" + ln for ln in p.stderr.decode(errors="replace").splitlines()[-5:]
+        "stderr:" + ln for ln in p.stderr.decode(errors="replace").splitlines()[-12:]
     ]
 
 
@@ -556,6 +567,42 @@ def probe_finalization(fields: dict, extra: dict) -> None:
     rc2, lines2 = _run_child("finalize-main")
     fields["atexit.main_add_runs"] = "ran:2" in lines2
     extra["finalize-main"] = {"rc": rc2, "lines": lines2}
+
+
+def probe_exit_flush(fields: dict, extra: dict) -> None:
+    """A pending call that fails in CPython's exit-time flush, in a child.
+
+    The child (``--child exit-flush``) wraps ``threading._shutdown`` with a C
+    function that adds, from the main thread, a pending call returning -1
+    with RuntimeError set.  ``Py_FinalizeEx`` calls ``threading._shutdown``
+    and then ``_Py_FinishPendingCalls`` with no Python frame in between
+    (Python/pylifecycle.c, v3.10.0 to v3.14.0), so the flush runs the call;
+    the call writes ``flush:ran:0`` when no frame runs.
+
+    :param fields: dict receiving ``exit_flush.error`` (str): ``"SystemError"``
+        when the child's stderr shows a SystemError (CPython turns the -1 into
+        ``PyErr_BadInternalCall()`` chained to the call's exception),
+        ``"exception"`` when it shows only the call's RuntimeError,
+        ``"silent"`` when it shows neither, ``"ran-in-frame"`` when the call
+        ran inside Python code (not in the flush), ``"not-run"`` when it
+        never ran (mutated).
+    :param extra: dict receiving the child's raw output, ``exit-flush`` (mutated).
+    :returns: None.
+    """
+    rc, lines = _run_child("exit-flush")
+    err = [ln for ln in lines if ln.startswith("stderr:")]
+    if "flush:ran:1" in lines:
+        value = "ran-in-frame"
+    elif "flush:ran:0" not in lines:
+        value = "not-run"
+    elif any("SystemError" in ln for ln in err):
+        value = "SystemError"
+    elif any("probe: pending call failed" in ln for ln in err):
+        value = "exception"
+    else:
+        value = "silent"
+    fields["exit_flush.error"] = value
+    extra["exit-flush"] = {"rc": rc, "lines": lines}
 
 
 # ---------------------------------------------------------------- 9: PEP 788 guards
@@ -739,6 +786,7 @@ PROBES = (
     probe_subinterpreter,
     probe_fork,
     probe_finalization,
+    probe_exit_flush,
     probe_pep788,
 )
 
