@@ -48,30 +48,31 @@ EXAMPLES = [p.name for p in runner.examples()]
 def _build_dir(tmp: Path) -> tuple[Path, bool]:
     """scikit-build-core's build directory for the wheel, and whether it is a test build.
 
-    DC_EXAMPLES_BUILD_DIR if set; else the interpreter's incremental tree of
-    this work tree, which tools/matrix.py (``build/NAME``) or, in its scratch
-    copy, tools/mutate.py (``build/ext-NAME``) made with DC_TEST_HOOKS=ON;
-    else a fresh one (a production configuration).
+    The first of these that is a CMake tree of this work tree (its
+    CMAKE_HOME_DIRECTORY is REPO): DC_EXAMPLES_BUILD_DIR (tools/matrix.py sets
+    it for each interpreter's job: build/KEY, which for ``--python PATH`` is
+    not build/NAME); the interpreter's incremental tree, which tools/matrix.py
+    (``build/NAME``) or, in its scratch copy, tools/mutate.py
+    (``build/ext-NAME``) made with DC_TEST_HOOKS=ON.  Else a fresh one (a
+    production configuration: the whole extension is compiled).
 
     Returns:
         tuple[Path, bool]: the directory, and True when the wheel must be
         configured with DC_TEST_HOOKS=ON to match it (then it compiles nothing).
     """
-    if os.environ.get("DC_EXAMPLES_BUILD_DIR"):
-        d = Path(os.environ["DC_EXAMPLES_BUILD_DIR"])
-    else:
-        d = next(
-            (
-                REPO / "build" / n
-                for n in (NAME, f"ext-{NAME}")
-                if NAME and (REPO / "build" / n / "CMakeCache.txt").is_file()
-            ),
-            None,
-        )
-        if d is None:
-            return tmp / "skbuild", False
-    cache = d / "CMakeCache.txt"
-    return d, cache.is_file() and "DC_TEST_HOOKS:BOOL=ON" in cache.read_text()
+    candidates = (
+        [Path(os.environ["DC_EXAMPLES_BUILD_DIR"])]
+        if os.environ.get("DC_EXAMPLES_BUILD_DIR")
+        else []
+    )
+    if NAME:
+        candidates += [REPO / "build" / NAME, REPO / "build" / f"ext-{NAME}"]
+    for d in candidates:
+        cache = d / "CMakeCache.txt"
+        text = cache.read_text(errors="replace") if cache.is_file() else ""
+        if f"CMAKE_HOME_DIRECTORY:INTERNAL={REPO}\n" in text:
+            return d, "DC_TEST_HOOKS:BOOL=ON" in text
+    return tmp / "skbuild", False
 
 
 @pytest.fixture(scope="module")

@@ -904,6 +904,9 @@ def _cmd_test(a) -> int:
             PYTHONUNBUFFERED="1",
             PYTHONDONTWRITEBYTECODE="1",
         )
+        if marker == per_interpreter:
+            # tests/test_examples.py builds the wheel in this job's own incremental tree.
+            env["DC_EXAMPLES_BUILD_DIR"] = str(BUILD / it.key)
         argv = [
             it.py,
             "-m",
