@@ -13,11 +13,15 @@ package (the last test).
 Marker ``examples``: in every interpreter's job of ``make test`` (the examples'
 tests check that interpreter's pending calls, exit and fork), and only under
 tools/matrix.py or tools/mutate.py (DC_MATRIX=1; plain pytest skips them with
-tests/conftest.py's reason).  The wheel reuses the interpreter's incremental
-build directory, configured as there (``DC_TEST_HOOKS=ON``), so it compiles
-nothing; the fresh environment, the example builds (through ccache where the
-host has it) and their logs live in ``build/examples/<interpreter>/``, at the
-same paths on every run, so that ccache finds what an earlier run compiled.
+tests/conftest.py's reason).  The three tests of the package's files (a
+missing header, a missing CMake file, ``cmake --install``), which no
+interpreter changes, also carry ``examples_package``: they run once, in the
+run-once check of that name on cp312-pyenv, not in every job.  The wheel
+reuses the interpreter's incremental build directory, configured as there
+(``DC_TEST_HOOKS=ON``), so it compiles nothing; the fresh environment, the
+example builds (through ccache where the host has it) and their logs live in
+``build/examples/<interpreter>/``, at the same paths on every run, so that
+ccache finds what an earlier run compiled.
 The mutants of the host library (src/cpython/) are killed here.
 """
 
@@ -172,6 +176,7 @@ def test_two_extensions_in_one_process_each_have_their_own_host(built, installed
 
 
 @pytest.mark.examples
+@pytest.mark.examples_package
 @HANG_GUARD
 @pytest.mark.parametrize("what,step", [("cmake", "configure"), ("header", "build")])
 def test_a_file_missing_from_the_wheel_fails_the_example(wheel, what, step, tmp_path):
@@ -182,6 +187,7 @@ def test_a_file_missing_from_the_wheel_fails_the_example(wheel, what, step, tmp_
 
 
 @pytest.mark.examples
+@pytest.mark.examples_package
 @HANG_GUARD
 def test_cmake_install_of_the_source_tree_gives_the_wheels_package(wheel, tmp_path):
     """Same headers and CMake files as the wheel, and find_package works from there."""
@@ -243,6 +249,9 @@ def test_examples_run_in_every_interpreters_job():
     spec.loader.exec_module(matrix)
     # Not a run-once check: its marker is not excluded from the per-interpreter runs.
     assert all(marker != "examples" for _, _, marker in matrix.ONCE_CHECKS)
+    # What does not depend on the interpreter (the package's files) runs once.
+    assert ("examples-package", "cp312-pyenv", "examples_package") in matrix.ONCE_CHECKS
+    assert "examples_package:" in (REPO / "pyproject.toml").read_text()
     assert "examples" in conftest.MATRIX_ONLY
     assert "examples:" in (REPO / "pyproject.toml").read_text()
     assert EXAMPLES, "no example under examples/"

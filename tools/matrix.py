@@ -176,9 +176,11 @@ ONCE_CHECKS = [
     ("mutate", "cp312-pyenv", "mutate"),
     ("bench", "cp312-pyenv", "bench"),
     ("production", "cp312-pyenv", "production"),
+    # The wheel's files (a header or CMake file removed, cmake --install): the same on every
+    # interpreter, so once.  The examples themselves (marker ``examples``) are not a run-once
+    # check: they run in every interpreter's job, where the wheel reuses its build tree.
+    ("examples-package", "cp312-pyenv", "examples_package"),
 ]
-# Not a run-once check: the examples (marker ``examples``, tests/test_examples.py) run in
-# every interpreter's job, where the wheel reuses that job's build (build/<interpreter>).
 # What the probe measures with (its provenance stamp's sources).
 PROBE_SOURCES = [
     "reference/src/probe*.cpp",
