@@ -9,5 +9,5 @@ REPLACE = """\
   return false;  // MUTANT: step 0 waits for nothing
 """
 PROPERTY = "Step 0 of the exit sequence waits, draining, while outstanding(ctx) returns non-zero"
-KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples_source_tree.py"]
-KILLING_TESTS = ["test_example_builds_against_the_source_tree_and_passes_its_tests"]
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py"]
+KILLING_TESTS = ["test_example_builds_against_the_installed_wheel_and_its_tests_pass"]

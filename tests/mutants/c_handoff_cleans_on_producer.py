@@ -9,5 +9,5 @@ REPLACE = """\
   run_cleanup(&item->core);  // MUTANT: cleaned where it was handed off
 """
 PROPERTY = "an item handed off from any thread is cleaned on the main thread, GIL held"
-KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples_source_tree.py"]
-KILLING_TESTS = ["test_example_builds_against_the_source_tree_and_passes_its_tests"]
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py"]
+KILLING_TESTS = ["test_example_builds_against_the_installed_wheel_and_its_tests_pass"]

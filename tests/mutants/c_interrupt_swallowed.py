@@ -11,5 +11,5 @@ REPLACE = """\
     if (g_def_type == nullptr) {
 """
 PROPERTY = "KeyboardInterrupt and SystemExit (the first of a drain) are raised after the drain"
-KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples_source_tree.py"]
-KILLING_TESTS = ["test_example_builds_against_the_source_tree_and_passes_its_tests"]
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py"]
+KILLING_TESTS = ["test_example_builds_against_the_installed_wheel_and_its_tests_pass"]

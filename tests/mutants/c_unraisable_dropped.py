@@ -9,5 +9,5 @@ REPLACE = """\
   PyErr_Clear();  // MUTANT: dropped
 """
 PROPERTY = "any other exception a cleanup leaves set goes to sys.unraisablehook"
-KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples_source_tree.py"]
-KILLING_TESTS = ["test_example_builds_against_the_source_tree_and_passes_its_tests"]
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py"]
+KILLING_TESTS = ["test_example_builds_against_the_installed_wheel_and_its_tests_pass"]
