@@ -21,6 +21,9 @@ Usage::
         headers (or loads the module PATH built elsewhere, as on the GPU host)
         and writes FILE.  With --stamp STAMP.json the file carries that stamp
         (made where the module was built: tools/gpu_bundle.sh).
+    tools/bench_pending.py --build DIR
+        only build the module for this interpreter into DIR and print its path
+        (tools/gpu_bundle.sh, for the GPU host's CPython 3.12).
 
 Only the standard library.  Needs a C compiler (``cc``, or sysconfig's CC)
 and the interpreter's headers where the module is built.
@@ -193,10 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="--one: the result file")
     ap.add_argument("--so", type=Path, help="--one: a module built elsewhere")
     ap.add_argument("--stamp", type=Path, help="--one: a provenance stamp to embed")
+    ap.add_argument("--build", type=Path, help="only build the module into this directory")
     ap.add_argument("--only", help="comma-separated matrix names")
     ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     ap.add_argument("--out", type=Path, default=OUT / "pending.json")
     a = ap.parse_args(argv)
+    if a.build is not None:
+        a.build.mkdir(parents=True, exist_ok=True)
+        print(build_module(a.build))
+        return 0
     if a.one:
         if a.json is None:
             ap.error("--one needs --json")
