@@ -355,15 +355,18 @@ def variant_checks(name: str) -> list[Check]:
         name: a key of VARIANTS.
     Returns:
         list of Check named "<name>:<check>", expect_error False (the rule's
-        own expectation; the run reports what spin found).
+        own expectation; the run reports what spin found).  Checks that
+        already carry a candidate's macro (the bounded candidate checks) are
+        left out.
     Raises:
         KeyError: no such variant.
     """
     extra = VARIANTS[name]
+    candidate = {m for ms in VARIANTS.values() for m in ms}
     return [
         dataclasses.replace(c, name=f"{name}:{c.name}", macros=c.macros + extra)
         for c in CHECKS
-        if not c.expect_error and not c.by_hand
+        if not c.expect_error and not c.by_hand and not candidate & set(c.macros)
     ]
 
 
