@@ -33,10 +33,15 @@ def test_every_foreign_call_is_accepted_and_run(tmp_path):
     rc = bench_pending.main(["--one", "--rounds", "200", "--json", str(out)])
     assert rc == 0
     data = json.loads(out.read_text())
-    for key, threads in (("uncontended", 1), (f"racing{bench_pending.RACING}", 8)):
+    modes = (
+        ("uncontended", 1, 1),
+        (f"uncontended_batch{bench_pending.BATCH}", 1, bench_pending.BATCH),
+        (f"racing{bench_pending.RACING}", bench_pending.RACING, 1),
+    )
+    for key, threads, batch in modes:
         r = data[key]
-        assert r["threads"] == threads
+        assert (r["threads"], r["batch"]) == (threads, batch), r
         assert r["refused"] == 0, f"{key}: the ring filled although each round waits: {r}"
-        assert r["calls"] == 200 * threads, f"{key}: {r}"
+        assert r["calls"] == 200 * threads * batch, f"{key}: {r}"
         assert 0 <= r["p10_ns"] <= r["median_ns"] <= r["p90_ns"] <= r["p99_ns"], r
     assert data["interpreter"]["version"].startswith("%d.%d." % sys.version_info[:2])
