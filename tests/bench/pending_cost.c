@@ -12,9 +12,11 @@
  * barrier, reads CLOCK_MONOTONIC, calls Py_AddPendingCall(noop, NULL), reads
  * the clock again, and then waits until every call of the round has run.  So
  * each call finds the ring empty of our calls (uncontended: T = 1) or races
- * with the T - 1 other producers' calls of the same round (T = 8); the ring
- * (31 or 32 entries, or more on 3.13+, Python/ceval_gil.c) never fills, so no
- * call is refused.  A refusal would be counted, not timed.
+ * with the T - 1 other producers' calls of the same round (T = 8); a round
+ * adds fewer calls than the smallest capacity the probe measures
+ * (reference/python/deferred_cleanup/cpython_facts.py, field
+ * capacity), so the ring never fills and no call is
+ * refused.  A refusal would be counted, not timed.
  *
  * The time reported per call is t1 - t0 minus the median of the clock pair
  * alone (measured first, on the same thread kind); clock_gettime is the vDSO
@@ -25,9 +27,7 @@
  *
  * Sources: Py_AddPendingCall and Py_MakePendingCalls (Doc/c-api/init.rst;
  * Python/ceval_gil.c v3.12.0, _PyEval_AddPendingCall and _push_pending_call,
- * which take the pending-call lock and set the eval breaker); the ring's size
- * NPENDINGCALLS (Include/internal/pycore_ceval_state.h v3.12.0: 32, one slot
- * kept free).
+ * which take the pending-call lock and set the eval breaker).
  *
  * Thread: measure() runs on the main thread with the GIL held and returns once
  * every producer joined.  Blocking: it spins (no sleep) until the last call
@@ -142,11 +142,11 @@ static int64_t pct(const int64_t* v, size_t n, double q) {
   return v[i < n ? i : n - 1];
 }
 
-/* measure(threads: int, rounds: int) -> dict
+/* measure(threads: int, rounds: int, batch: int = 1) -> dict
  *   threads: producers racing in each round (1..64); rounds: 1..10**6.
- *   batch (optional, default 1): calls each producer makes back to back in
- *   one timed window, threads * batch <= 24 (below the smallest ring: 31
- *   usable entries on 3.10-3.12); a window's time is divided by batch.
+ *   batch: calls each producer makes back to back in one timed window,
+ *   threads * batch <= 24 (below the smallest capacity the probe measures);
+ *   a window's time is divided by batch.
  *   Returns {"threads", "rounds", "batch", "calls", "refused", "timer_ns",
  *   "median_ns", "p10_ns", "p90_ns", "p99_ns", "mean_ns", "wall_s"}: ns per
  *   accepted call (over the windows without a refusal), timer overhead
