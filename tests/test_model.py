@@ -34,6 +34,15 @@ file asserts what each must report:
   the clock stopped after or before the running call's CAS): spin finds a
   claim whose stale clock is stopped and whose call is lost
   (``flag_seq``, ``flag_seq_stop_first``; docs/design/scheduling.rst);
+* the candidate layout "one state word" (ONE_WORD: the lifecycle state, the
+  claim and the in-flight count in one atomic word, schedule()'s entry one
+  compare-and-swap; ONE_WORD_LLIST: only a push onto an empty list
+  schedules, as llist_add decides): bounded representatives of the opt-in
+  ``run.py --variant one-word`` and ``--variant one-word-llist`` runs verify
+  (one lost call; refusals), and with the stricter claim RETRY_AT_PUSH ("the
+  next push or entry point retries" after a refusal) the rule the code has
+  verifies while the llist decision is caught (``one_word_llist_retry_at_push_nr``;
+  docs/design/scheduling.rst);
 * the limit of the rule within the bound (``lost_both_nr``): when a call and
   its re-armed call are both lost, nothing recovers without the main
   thread's re-arm;
@@ -98,6 +107,11 @@ STATE_FLOOR = {
     "rearm_refusal": 5_000_000,
     "liveness_lost_apart": 2_300_000,
     "liveness_lost2": 2_600_000,
+    # The one-state-word candidate and the retry-at-push claim (run.py).
+    "one_word_lost1_nr": 100_000,
+    "one_word_llist_lost1_nr": 75_000,
+    "one_word_llist_refusal_nr": 140_000,
+    "liveness_refusal_retry_at_push_nr": 190_000,
 }
 # Checks in which every statement of the threads that call into the queue is
 # reachable (with no lost call the loss branches are dead, by construction),
@@ -146,6 +160,7 @@ SIGNATURE = {
     "drop_clock": "acceptance cycle",
     "flag_seq": "acceptance cycle",
     "flag_seq_stop_first": "acceptance cycle",
+    "one_word_llist_retry_at_push_nr": "acceptance cycle",
 }
 
 

@@ -9,14 +9,16 @@
 #   bin/bench_core, bin/bench_core_shared_line   tests/bench, CMake Release, with
 #       Debian's libbenchmark shared library copied beside them (bin/)
 #   bin/libdcpc.so                              tools/pending_call_counter.c
+#   bin/_dc_pending_cost.*.so                   tests/bench/pending_cost.c for
+#       CPython 3.12 (tools/bench_pending.py --build, with $PYTHON's headers)
 #   wheels/deferred_cleanup-*.whl               this tree, for CPython 3.12
 #       (built with the cp312-pyenv environment of tools/matrix.py, or $PYTHON)
 #   wheels-cc122/cuda_core-1.2.2-*.whl          pip download (cuda-core 1.2.0
 #       is already installed there)
-#   tools/                                      bench.py, gpu_compare.py,
-#       gpu_session.sh, provenance.py of this tree
-#   provenance-bench.json, provenance-gpu-compare.json   tools/provenance.py
-#       stamps of the sources those binaries were built from
+#   tools/                                      bench.py, bench_pending.py,
+#       gpu_compare.py, gpu_session.sh, provenance.py of this tree
+#   provenance-bench.json, provenance-gpu-compare.json, provenance-pending.json
+#       tools/provenance.py stamps of the sources those binaries were built from
 #   meta.env                                    commit, compiler, Google
 #       Benchmark version
 #
@@ -46,6 +48,9 @@ say "pending-call counter (tools/pending_call_counter.c)"
 gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$DEST/bin/libdcpc.so" \
   tools/pending_call_counter.c -ldl
 
+say "Py_AddPendingCall cost module (tests/bench/pending_cost.c) for CPython 3.12 ($PY)"
+"$PY" tools/bench_pending.py --build "$DEST/bin" >/dev/null
+
 say "deferred_cleanup wheel for CPython 3.12 ($PY)"
 "$PY" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
   -C build-dir=build/gpu-bundle/wheel -w "$DEST/wheels" . >build/gpu-bundle/wheel.log 2>&1 \
@@ -61,7 +66,10 @@ fi
 cp "$CACHE"/cuda_core-1.2.2-*.whl "$DEST/wheels-cc122/"
 
 say "scripts and provenance stamps"
-cp tools/bench.py tools/gpu_compare.py tools/gpu_session.sh tools/provenance.py "$DEST/tools/"
+cp tools/bench.py tools/bench_pending.py tools/gpu_compare.py tools/gpu_session.sh \
+  tools/provenance.py "$DEST/tools/"
+python3 tools/provenance.py show --glob 'tests/bench/pending_cost.c' --glob 'tools/bench_pending.py' \
+  >"$DEST/provenance-pending.json"
 python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 'include/deferred_cleanup/comparison/*.hpp' \
   --glob 'tests/bench/*.cpp' --glob 'tests/bench/*.hpp' --glob 'tests/bench/CMakeLists.txt' \
   >"$DEST/provenance-bench.json"

@@ -3,6 +3,7 @@
 # gpu_collect.sh DIR: put what tools/gpu_session.sh brought back from the GPU
 # host (DIR: the device call's files_at) where the docs read it:
 #   DIR/bench.json                      -> docs/_data/bench.json
+#   DIR/pending.json                    -> notes/gpu/pending.json (tools/bench_pending.py)
 #   DIR/gpu-compare.{json,md}, machine.txt, session.log, logs.tar.gz's gc/logs
 #                                       -> notes/gpu/compare/ (replaced whole)
 # Both JSON files already carry the provenance stamp of the bundle they ran.
@@ -11,6 +12,8 @@ SRC=$(realpath "$1")
 cd "$(dirname "$0")/.."
 if [ -f "$SRC/bench.json" ]; then cp "$SRC/bench.json" docs/_data/bench.json
 else echo "no bench.json in $SRC"; fi
+if [ -f "$SRC/pending.json" ]; then cp "$SRC/pending.json" notes/gpu/pending.json
+else echo "no pending.json in $SRC"; fi
 if [ -f "$SRC/gpu-compare.json" ]; then
   rm -rf notes/gpu/compare
   mkdir -p notes/gpu/compare

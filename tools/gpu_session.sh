@@ -9,6 +9,9 @@
 #                      binaries), stamped with the bundle's provenance
 #   gpu-compare.json   tools/gpu_compare.py's run, stamped likewise
 #   gpu-compare.md     its table
+#   pending.json       tools/bench_pending.py --one: ns per Py_AddPendingCall
+#                      from a foreign thread, uncontended and 8 racing, on the
+#                      host's python3 (3.12), stamped with the bundle's stamp
 #   logs.tar.gz        every raw log (benchmark JSON, per-subprocess logs)
 #
 # Knobs (environment): DC_BENCH_REPS (3), DC_BENCH_MIN_TIME (0.2 s),
@@ -52,6 +55,11 @@ DC_BENCH_BINARY_DIR="$B/bin" DC_BENCH_NO_E2E=1 DC_BENCH_REPS=${DC_BENCH_REPS:-3}
 ran during the run" \
   timeout 300 python3 "$B/tools/bench.py" && cp "$B/build/bench/bench.json" "$OUT/bench.json"
 say "benchmarks: exit $?"
+
+say "Py_AddPendingCall's own cost (tools/bench_pending.py)"
+timeout 120 python3 "$B/tools/bench_pending.py" --one --so "$(ls "$B"/bin/_dc_pending_cost*.so | head -1)" \
+  --stamp "$B/provenance-pending.json" --json "$OUT/pending.json"
+say "bench_pending: exit $?"
 
 say "gpu_compare (budget ${GC_BUDGET_S:-220} s)"
 PYTHONPATH=/tmp/dc DCPC_LIB="$B/bin/libdcpc.so" timeout 270 python3 "$B/tools/gpu_compare.py" \

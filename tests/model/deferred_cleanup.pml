@@ -153,6 +153,42 @@
  *   FLAG_SEQ_STOP_FIRST  with FLAG_SEQ: the running call stops the clock
  *                  before its CAS, if it reads its own number in scheduled_
  *                  (check flag_seq_stop_first).
+ * A candidate layout (docs/design/scheduling.rst, "one state word"; issue
+ * "Performance"), also a switch:
+ *   ONE_WORD       accepting_, alive_ (the lifecycle state open / closed /
+ *                  dead), in_flight_ and scheduled_ (the claim) are fields of
+ *                  one atomic word.  schedule()'s gate_enter, accepting_
+ *                  check and claim become one compare-and-swap that, only
+ *                  when the word says open and unclaimed, sets the claim and
+ *                  adds one in-flight producer (so only the claimant enters
+ *                  the host; a producer that finds the word claimed or
+ *                  closed changes nothing); the refused claimant's unclaim
+ *                  and gate_leave are one fetch_sub; the close is one
+ *                  fetch_or that also returns the in-flight count; the
+ *                  drain's clear is a fetch_and.  The re-arm's gate_enter
+ *                  (step 6) is the same compare-and-swap without the claim.
+ *                  The re-arm records, the claim's number and the stale
+ *                  clock stay where they are.  Promela is sequentially
+ *                  consistent, so in the model every access of the word was
+ *                  already one step except the three of schedule()'s entry,
+ *                  which become one (check one_word, --variant one-word).
+ *   ONE_WORD_LLIST with ONE_WORD: the push itself says whether the list was
+ *                  empty (the Linux llist_add idiom, include/linux/llist.h):
+ *                  only a producer that pushed onto an empty list runs the
+ *                  compare-and-swap above; one that pushed onto a non-empty
+ *                  list returns at once (reading the word only for the
+ *                  sampled stale look).  The drain tail (the clear, then the
+ *                  takes) then has no store-buffering pair: both sides
+ *                  decide with a read-modify-write of the word.
+ *                  (check one_word_llist, --variant one-word-llist).
+ *   RETRY_AT_PUSH  with LIVENESS: a refusal excuses a stranded item only until
+ *                  the next push (the ghost `owed` is cleared by a push that
+ *                  comes after the refusal): the promise "the next push or
+ *                  entry point retries" (docs/caveats.rst), which the default
+ *                  claim leaves to the entry points (checks
+ *                  liveness_refusal_retry_at_push_nr, and
+ *                  one_word_llist_retry_at_push, where a producer that pushes
+ *                  onto a non-empty list never retries).
  * Witnesses (-DWITNESS=k, 1..17): one behaviour each that the verified model
  * must be able to reach; spin must find the assertion that marks it, which
  * shows the model is not vacuous (see WITNESS_HIT below and test_model.py).
@@ -277,6 +313,11 @@ byte busy = 0;        /* callers between a successful add and their
                          start_stale_clock, or inside a re-arm after
                          take_stale_claim */
 #define OWED(v) owed = v
+#ifdef RETRY_AT_PUSH
+#define PUSHED_AFTER_REFUSAL owed = 0
+#else
+#define PUSHED_AFTER_REFUSAL skip
+#endif
 #define DOWN(v) down = v
 #define BUSY_INC busy++
 #define BUSY_DEC busy--
@@ -296,6 +337,7 @@ bool inrun = 0;       /* the main thread runs one of our calls, up to the end
 /* Ghosts of the liveness claim (and of RETRY_ENQUEUES's bug) only: left out
  * of the safety state space. */
 #define OWED(v) skip
+#define PUSHED_AFTER_REFUSAL skip
 #define DOWN(v) skip
 #define BUSY_INC skip
 #define BUSY_DEC skip
@@ -483,13 +525,26 @@ inline start_stale_clock_leave(num) {
  * it.  Every other shared access is a step of its own.  The store-buffering
  * side of the gate, which an SC model cannot show, is tests/litmus/. */
 inline schedule(by_producer) {
+#ifndef ONE_WORD
   atomic {
     GATE_ENTER                            /* gate_enter: [litmus:gate.enter] */
     ok = accepting                        /* [litmus:gate.check] */
   };
+#else
+  atomic {                                /* one CAS of the state word: open and */
+    ok = accepting;                       /* unclaimed -> claimed, in_flight + 1 */
+    if
+    :: ok && !scheduled -> scheduled = 1; old = 0; GATE_ENTER skip
+    :: ok && scheduled -> old = 1         /* already scheduled: the word unchanged */
+    :: else -> skip                       /* closed: the word unchanged */
+    fi
+  };
+#endif
   if
   :: ok ->
-#ifndef FLAG_SEQ
+#if defined(ONE_WORD)
+     skip;                                /* the claim was the CAS above */
+#elif !defined(FLAG_SEQ)
      atomic {
        old = scheduled; scheduled = 1;    /* claim(): [litmus:wakeup.claim] */
 #else
@@ -498,11 +553,13 @@ inline schedule(by_producer) {
        old = (scheduled != 0);
        if :: !old -> scheduled = seq :: else -> skip fi;
 #endif
+#ifndef ONE_WORD
        if
        :: old -> GATE_LEAVE skip          /* already scheduled */
        :: else -> skip
        fi
      };
+#endif
      if
      :: !old ->
         clk = 0;                          /* set_claimed_at(0) */
@@ -521,7 +578,11 @@ inline schedule(by_producer) {
   :: else ->
      atomic {
        WITNESS_HIT(2, interp == TORN_DOWN);  /* a late callback backs out */
+#ifndef ONE_WORD
        GATE_LEAVE skip
+#else
+       skip                               /* it never entered: the CAS failed */
+#endif
      }
   fi;
   atomic { old = 0; rc = 0; ok = 0; seq = 0 }
@@ -703,8 +764,17 @@ inline rearm_if_stale(by_producer, on_main) {
 
 proctype producer() {
   REARM_LOCALS;
-#ifndef FAST_REORDERED
-  atomic { nq++; pushed++ };              /* push: [litmus:wakeup.push] */
+#if defined(ONE_WORD_LLIST)
+  bool was_empty;
+  atomic { was_empty = (nq == 0); nq++; pushed++; PUSHED_AFTER_REFUSAL };  /* llist_add */
+  if
+  :: was_empty -> schedule(true)          /* the CAS of the state word */
+  :: !was_empty && scheduled ->           /* a sampled stale look: one load */
+     rearm_if_stale(true, false)
+  :: !was_empty -> skip                   /* fast path: no access of the word */
+  fi;
+#elif !defined(FAST_REORDERED)
+  atomic { nq++; pushed++; PUSHED_AFTER_REFUSAL };  /* push: [litmus:wakeup.push] */
   if
   :: scheduled ->                         /* check_scheduled: [litmus:wakeup.check] */
      rearm_if_stale(true, false)          /* a sampled hit: sample_stale_check */
