@@ -41,9 +41,10 @@ struct State {
   std::atomic<std::uint32_t> in_host{0};  // producers inside Py_AddPendingCall (seq_cst)
   bool exit_ran = false;                  // main thread (GIL)
   bool in_pending_call = false;           // main thread (GIL)
+  bool exit_sequence_running = false;     // main thread (GIL): drains do not stop early
   // Statistics (relaxed).
   std::atomic<std::uint64_t> handed_off{0}, handed_off_late{0}, cleaned_off_main{0},
-      deferred_interrupts{0}, unraisable{0};
+      deferred_interrupts{0}, unraisable{0}, interrupts_held_at_flush{0};
 };
 extern State g;
 
@@ -54,6 +55,7 @@ bool finalizing_now();
 void note_finalizing();
 /// The first KeyboardInterrupt/SystemExit a cleanup raised, set as the
 /// current exception; returns -1 then, else 0.  Main thread, GIL held.
+/// Delivers nothing inside a cleanup (the outermost drain does).
 int deliver_deferred_interrupt();
 /// exit.cpp: register the atexit-phase sequence and the Py_AtExit backstop.
 /// Main thread, GIL held.  Returns -1 with an exception set on error.
