@@ -85,9 +85,12 @@ def test_ctrl_c_during_a_long_drain_stops_it_at_once_and_every_payload_is_releas
     ran finishes first: a count, so it holds on any machine), and the callbacks
     the drain had not run are released later, each once, on the main thread,
     by the pending call re-armed for them (the script waits in pure Python,
-    calling nothing of the module)."""
+    calling nothing of the module).  A callback tells which drain it is in by
+    the Python frame below it: run() until the KeyboardInterrupt leaves it, the
+    main module afterwards (on 3.10 the re-armed call runs as soon as the
+    except clause is entered, before its first statement)."""
     p = _child("""
-        import json, os, signal, threading, time, weakref
+        import json, os, signal, sys, threading, time, weakref
         import dc_threadpool as m
         N = 400
         calls = []            # callback arguments, in the order they ran
@@ -103,8 +106,10 @@ def test_ctrl_c_during_a_long_drain_stops_it_at_once_and_every_payload_is_releas
         class Payload:
             def __init__(self, i):
                 self.i = i
+        callers = []          # the frame below each callback: run, or <module>
         def cb(p):
             calls.append(p.i)
+            callers.append(sys._getframe(1).f_code.co_name)
             if len(calls) == 50:
                 started.set()
             time.sleep(0.002)   # a long drain: the SIGINT lands inside a callback
@@ -115,16 +120,19 @@ def test_ctrl_c_during_a_long_drain_stops_it_at_once_and_every_payload_is_releas
         for o in objs:
             weakref.finalize(o, lambda: freed.__setitem__(0, freed[0] + 1))
         del o
-        threading.Thread(target=interrupt).start()
-        try:
+        def run():
+            global objs
             # The drain runs from the pending call right after complete()
             # returns, or from drain_now(): either way it is entered here.
             m.complete(objs, cb, threads=4)
-            del objs
+            objs = None
             m.drain_now()
+        threading.Thread(target=interrupt).start()
+        try:
+            run()
             at = "none"
         except KeyboardInterrupt:
-            at = len(calls)
+            at = callers.count("run")   # callbacks run before the interrupt left run()
         objs = None
         end = time.monotonic() + 60       # hang guard
         while freed[0] < N and time.monotonic() < end:
@@ -152,16 +160,17 @@ def test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error():
     exits.  A pending call that CPython runs in its exit-time flush
     (_Py_FinishPendingCalls, no Python frame) would turn a -1 into "SystemError:
     bad argument to internal function" on 3.10-3.13; the host holds the
-    interrupt and its exit sequence raises it in the atexit phase.  Every
-    child releases all its payloads and shows its exception, never a
-    SystemError.  The callback itself tells whether it ran in the flush (no
-    Python frame below it, before the atexit handlers): on 3.10-3.12 a
-    foreign thread's pending call starts no eval breaker (gh-95820), so the
-    flush is reached in a good share of the runs and at least one witness is
-    required there; on 3.13+ the call usually runs in the main module first."""
+    interrupt and its exit sequence raises it in the atexit phase.  Up to 60
+    children, alternating the two kinds; every child releases all its
+    payloads and shows its exception, never a SystemError.  The callback
+    itself tells whether it ran in the flush (no Python frame below it,
+    before the atexit handlers): on 3.10-3.12 a foreign thread's pending
+    call starts no eval breaker (gh-95820), so the flush is reached in a
+    good share of the runs and at least one witness is required there; on
+    3.13+ the call usually runs in the main module first."""
     witnessed = set()
     runs = 0
-    for i in range(30):
+    for i in range(60):  # each child about 0.1 s; stops once both kinds reached the flush
         kind = ("ki", "exit")[i % 2]
         p = _child(f"""
             import atexit, sys
