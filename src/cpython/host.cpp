@@ -46,17 +46,6 @@ int host_add_pending_call(PendingCallFn, void* arg) {
 int g_cleanup_depth = 0;
 PyObject *g_def_type = nullptr, *g_def_value = nullptr, *g_def_tb = nullptr;
 
-/// Whether Python code runs on this thread (a frame to raise into).  A
-/// pending call runs with none only in CPython's exit-time flush
-/// (_Py_FinishPendingCalls, called by Py_FinalizeEx after the main module
-/// returned: Python/pylifecycle.c, v3.10.0 to v3.14.0), or from C code that
-/// calls Py_MakePendingCalls outside any frame.  Main thread, GIL held.
-bool python_frame_running() {
-  PyFrameObject* f = PyThreadState_GetFrame(PyThreadState_Get());  // new reference or NULL
-  Py_XDECREF(f);
-  return f != nullptr;
-}
-
 /// Host::after_drain (the pending call's return value).  Main thread, GIL
 /// held.  Without a Python frame (CPython's exit-time flush) the interrupt
 /// is held: on 3.10-3.13 _Py_FinishPendingCalls turns a pending call's -1
@@ -168,14 +157,6 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-bool finalizing_now() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
 }
 
 void note_finalizing() {

@@ -9,6 +9,8 @@
 //   exit.cpp  the atexit-phase exit sequence (step 0 and steps 1-3) and its
 //             registration, the Py_AtExit backstop
 //   fork.cpp  the fork() child handler
+//   runtime.cpp  the finalizing check and the frame test, shared with the
+//             reference module (runtime.hpp)
 #pragma once
 
 #include <Python.h>
@@ -21,6 +23,7 @@
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "deferred_cleanup/scheduling.hpp"
+#include "runtime.hpp"
 
 struct dc_item {
   deferred_cleanup::DeferredCleanupItem core;  // first: the core's intrusive link
@@ -50,7 +53,6 @@ extern State g;
 
 bool is_main_thread();
 std::int64_t now_ns();
-bool finalizing_now();
 /// Once CPython is finalizing: mark the host dead (step 4).  Any thread.
 void note_finalizing();
 /// The first KeyboardInterrupt/SystemExit a cleanup raised, set as the
