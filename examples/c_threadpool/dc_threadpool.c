@@ -116,13 +116,14 @@ static PyObject* counters(PyObject* Py_UNUSED(self), PyObject* Py_UNUSED(unused)
   dc_counters c;
   if (dc_entry(host) != 0) return NULL;
   dc_get_counters(host, &c);
-  return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsisisKsK}", "handed_off", c.handed_off,
+  return Py_BuildValue("{sKsKsKsKsKsKsKsKsKsisisKsKsK}", "handed_off", c.handed_off,
                        "handed_off_late", c.handed_off_late, "cleaned", c.cleaned,
                        "cleaned_off_main", c.cleaned_off_main, "pending_calls", c.pending_calls,
                        "direct_drains", c.direct_drains, "deferred_interrupts",
                        c.deferred_interrupts, "unraisable", c.unraisable, "leaked_at_exit",
                        c.leaked_at_exit, "exit_sequence_ran", c.exit_sequence_ran, "host_alive",
-                       c.host_alive, "released_on_main", on_main, "released_off_main", off_main);
+                       c.host_alive, "released_on_main", on_main, "released_off_main", off_main,
+                       "interrupts_held_at_flush", c.interrupts_held_at_flush);
 }
 
 static PyMethodDef methods[] = {

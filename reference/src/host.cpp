@@ -76,14 +76,6 @@ bool g_in_pending_call = false;
 // The exit sequence is draining (exit.cpp; main thread only): no early stop.
 bool g_exit_sequence_running = false;
 
-bool finalizing_now() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
-}
-
 namespace {
 
 std::atomic<std::int64_t> g_last_check_ns{0};  // see g_check_to_call_max
@@ -146,16 +138,9 @@ bool take_deferred(PyObject** type, PyObject** value, PyObject** tb) {
   return true;
 }
 
-/// Whether Python code is running on this thread (a frame to raise into).
-/// A pending call runs with none only in CPython's exit-time flush,
-/// _Py_FinishPendingCalls, called by Py_FinalizeEx after the main module
-/// returned (Python/pylifecycle.c, v3.10.0 to v3.14.0), or from C code that
-/// calls Py_MakePendingCalls outside any frame.  Main thread, GIL held.
-bool python_frame_running() {
-  PyFrameObject* f = PyThreadState_GetFrame(PyThreadState_Get());  // new reference or NULL
-  Py_XDECREF(f);
-  return f != nullptr;
-}
+// Whether Python code runs on this thread (a frame to raise into): the
+// host library's (src/cpython/runtime.hpp), as its own host asks it.
+using deferred_cleanup::cpython::detail::python_frame_running;
 
 int host_after_drain() {
   PyObject *t = nullptr, *v = nullptr, *tb = nullptr;

@@ -33,7 +33,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <mutex>
 #include <unordered_set>
 #include <vector>
 
@@ -42,6 +41,7 @@
 #include "deferred_cleanup/driver.hpp"
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/queue.hpp"
+#include "cpython/runtime.hpp"  // src/cpython: the host library's shared rules
 #include "drivers.hpp"
 
 namespace deferred_cleanup::host {
@@ -96,8 +96,9 @@ bool host_is_main_thread();
 std::int64_t now_ns();                 // steady clock
 extern std::atomic<bool> g_torn_down;  // the Py_AtExit backstop ran
 /// Whether CPython's finalizing flag is set (Py_IsFinalizing, 3.13+;
-/// _Py_IsFinalizing, 3.10-3.12).  Any thread.
-bool finalizing_now();
+/// _Py_IsFinalizing, 3.10-3.12).  Any thread.  The host library's
+/// (src/cpython/runtime.hpp), shared with every extension's host.
+using deferred_cleanup::cpython::detail::finalizing_now;
 
 /// The Host the core calls (host.cpp); a test build's test_hooks.cpp may wrap its
 /// add_pending_call (the lose-call hook).

@@ -27,8 +27,10 @@ bool work_due() {
   return g.opts.outstanding != nullptr && g.opts.outstanding(g.opts.outstanding_ctx) != 0;
 }
 
-/// The exit sequence.  Main thread, GIL held (an atexit handler).  Returns
-/// None, or NULL with a cleanup's KeyboardInterrupt/SystemExit set.
+/// The exit sequence.  Main thread, GIL held (an atexit handler).  Its drains
+/// never stop early.  Returns None, or NULL with a cleanup's
+/// KeyboardInterrupt/SystemExit set (the first of its own drains, or one
+/// held from CPython's exit-time flush).
 PyObject* exit_sequence(PyObject*, PyObject*) {
   Queue& q = *g.queue;
   if (g.exit_ran || !q.host_alive() || !is_main_thread()) Py_RETURN_NONE;
@@ -36,6 +38,7 @@ PyObject* exit_sequence(PyObject*, PyObject*) {
   //    between drains so the user's threads (and Python threads) progress.
   const std::int64_t start = now_ns();
   const std::int64_t bound = q.settings.exit_wait_ns.load(std::memory_order_relaxed);  // setting
+  g.exit_sequence_running = true;  // releases everything: no early stop (host_stop_drain)
   for (;;) {
     drain_all(q);
     if (!work_due() || now_ns() - start >= bound) break;
@@ -44,7 +47,10 @@ PyObject* exit_sequence(PyObject*, PyObject*) {
   }
   // 1.-3. Close, wait out the gate, final drain.
   shutdown_at_exit(q, kDefaultGateBound);
+  g.exit_sequence_running = false;
   g.exit_ran = true;
+  // The first interrupt of its cleanups, or one held from CPython's
+  // exit-time flush (host_after_drain), is raised here.
   if (deliver_deferred_interrupt() != 0) return nullptr;
   Py_RETURN_NONE;
 }

@@ -4,6 +4,17 @@
 // host_internal.hpp for the split).  The rules are the reference module's
 // (reference/src/host.cpp), on the plain C API, for one queue of the
 // reference policy per extension.
+//
+// The interrupt rule: the first KeyboardInterrupt/SystemExit a cleanup
+// raises (or a signal handler run between two cleanups) is kept and the
+// drain stops after that cleanup (host_stop_drain; drain.hpp puts the rest
+// back on the queue, in order, with a pending call re-armed, so each still
+// runs exactly once); it is raised where the outermost drain was entered:
+// the pending call returns -1 with it set (CPython raises it in the
+// interrupted code), dc_entry()/dc_drain_now() return -1 with it set.  In
+// CPython's exit-time flush, where no Python frame runs, it is held and the
+// exit sequence raises it (host_after_drain).  Later ones of the same drain
+// go to sys.unraisablehook.
 #include <pthread.h>
 
 #include <chrono>
@@ -35,7 +46,41 @@ int host_add_pending_call(PendingCallFn, void* arg) {
 int g_cleanup_depth = 0;
 PyObject *g_def_type = nullptr, *g_def_value = nullptr, *g_def_tb = nullptr;
 
-int host_after_drain() { return deliver_deferred_interrupt(); }
+/// Host::after_drain (the pending call's return value).  Main thread, GIL
+/// held.  Without a Python frame (CPython's exit-time flush) the interrupt
+/// is held: on 3.10-3.13 _Py_FinishPendingCalls turns a pending call's -1
+/// into PyErr_BadInternalCall() chained to it ("SystemError: ... bad
+/// argument to internal function"; Python/ceval.c v3.10.0 and v3.11.0,
+/// Python/ceval_gil.c v3.12.0 and v3.13.0).  The exit sequence, which runs
+/// after the flush in the atexit phase, raises it.
+int host_after_drain() {
+  if (g_cleanup_depth > 0 || g_def_type == nullptr) return 0;
+  if (!python_frame_running()) {
+    g.interrupts_held_at_flush.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    return 0;
+  }
+  return deliver_deferred_interrupt();
+}
+
+void report_cleanup_error();
+
+/// Host::stop_drain: after each cleanup of a drain, run CPython's signal
+/// handlers (a SIGINT between cleanups that run no bytecode is seen at
+/// once), then stop when a KeyboardInterrupt/SystemExit waits and this drain
+/// can deliver it now: outermost (not inside a cleanup), not the exit
+/// sequence (which releases everything), and with a Python frame to raise
+/// into (not CPython's exit-time flush).  Main thread, GIL held; the current
+/// exception is saved around the handlers, and a handler's exception is
+/// kept or reported as a cleanup's.  Source: PyErr_CheckSignals,
+/// Doc/c-api/exceptions.rst (long-running C code should call it).
+bool host_stop_drain() {
+  if (g_cleanup_depth > 0 || g.exit_sequence_running) return false;
+  PyObject *t, *v, *tb;
+  PyErr_Fetch(&t, &v, &tb);
+  if (PyErr_CheckSignals() < 0) report_cleanup_error();
+  PyErr_Restore(t, v, tb);
+  return g_def_type != nullptr && python_frame_running();
+}
 
 /// The Host the core calls (C++17: no designated initializers).
 Host make_core_host() {
@@ -43,7 +88,8 @@ Host make_core_host() {
   h.add_pending_call = &host_add_pending_call;
   h.is_main_thread = &is_main_thread;
   h.now_ns = &now_ns;
-  h.after_drain = &host_after_drain;  // in_gate and finalizing stay nullptr
+  h.after_drain = &host_after_drain;
+  h.stop_drain = &host_stop_drain;  // in_gate and finalizing stay nullptr
   return h;
 }
 Host g_core_host = make_core_host();
@@ -111,14 +157,6 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-bool finalizing_now() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsFinalizing() != 0;
-#else
-  return _Py_IsFinalizing() != 0;
-#endif
 }
 
 void note_finalizing() {
@@ -234,6 +272,7 @@ void dc_get_counters(const dc_host*, dc_counters* out) {
   out->leaked_at_exit = r(q.stats.leaked_at_shutdown);
   out->exit_sequence_ran = g.exit_ran ? 1 : 0;
   out->host_alive = q.host_alive() ? 1 : 0;
+  out->interrupts_held_at_flush = r(g.interrupts_held_at_flush);
 }
 
 }  // extern "C"

@@ -9,6 +9,8 @@
 //   exit.cpp  the atexit-phase exit sequence (step 0 and steps 1-3) and its
 //             registration, the Py_AtExit backstop
 //   fork.cpp  the fork() child handler
+//   runtime.cpp  the finalizing check and the frame test, shared with the
+//             reference module (runtime.hpp)
 #pragma once
 
 #include <Python.h>
@@ -21,6 +23,7 @@
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "deferred_cleanup/scheduling.hpp"
+#include "runtime.hpp"
 
 struct dc_item {
   deferred_cleanup::DeferredCleanupItem core;  // first: the core's intrusive link
@@ -41,19 +44,20 @@ struct State {
   std::atomic<std::uint32_t> in_host{0};  // producers inside Py_AddPendingCall (seq_cst)
   bool exit_ran = false;                  // main thread (GIL)
   bool in_pending_call = false;           // main thread (GIL)
+  bool exit_sequence_running = false;     // main thread (GIL): drains do not stop early
   // Statistics (relaxed).
   std::atomic<std::uint64_t> handed_off{0}, handed_off_late{0}, cleaned_off_main{0},
-      deferred_interrupts{0}, unraisable{0};
+      deferred_interrupts{0}, unraisable{0}, interrupts_held_at_flush{0};
 };
 extern State g;
 
 bool is_main_thread();
 std::int64_t now_ns();
-bool finalizing_now();
 /// Once CPython is finalizing: mark the host dead (step 4).  Any thread.
 void note_finalizing();
 /// The first KeyboardInterrupt/SystemExit a cleanup raised, set as the
 /// current exception; returns -1 then, else 0.  Main thread, GIL held.
+/// Delivers nothing inside a cleanup (the outermost drain does).
 int deliver_deferred_interrupt();
 /// exit.cpp: register the atexit-phase sequence and the Py_AtExit backstop.
 /// Main thread, GIL held.  Returns -1 with an exception set on error.

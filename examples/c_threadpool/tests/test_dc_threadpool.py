@@ -79,39 +79,135 @@ def test_a_completion_during_interpreter_exit_is_released_before_exit():
     assert "ALL RELEASED" in p.stdout, p.stdout + p.stderr
 
 
-def test_ctrl_c_during_a_long_drain_arrives_after_it_and_every_cleanup_runs_once():
+def test_ctrl_c_during_a_long_drain_stops_it_at_once_and_every_payload_is_released_once():
+    """SIGINT while a drain of 400 slow callbacks runs: the KeyboardInterrupt
+    arrives at once (at most the one callback running when the SIGINT handler
+    ran finishes first: a count, so it holds on any machine), and the callbacks
+    the drain had not run are released later, each once, on the main thread,
+    by the pending call re-armed for them (the script waits in pure Python,
+    calling nothing of the module).  A callback tells which drain it is in by
+    the Python frame below it: run() until the KeyboardInterrupt leaves it, the
+    main module afterwards (on 3.10 the re-armed call runs as soon as the
+    except clause is entered, before its first statement)."""
     p = _child("""
-        import json, os, signal, threading, time
-        # A shell without job control starts background jobs with SIGINT
-        # ignored, and Python then installs no handler: put Python's back.
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        import json, os, signal, sys, threading, time, weakref
         import dc_threadpool as m
-        seen = []
+        N = 400
+        calls = []            # callback arguments, in the order they ran
+        freed = [0]           # payload objects released (weakref.finalize)
+        handled_at = []       # len(calls) when the SIGINT handler ran
         started = threading.Event()
-        def cb(i):
-            seen.append(i)
-            if len(seen) == 50:
+        def on_sigint(signum, frame):
+            handled_at.append(len(calls))
+            raise KeyboardInterrupt
+        # Installed explicitly: a shell without job control starts background
+        # jobs with SIGINT ignored, and Python then installs no handler.
+        signal.signal(signal.SIGINT, on_sigint)
+        class Payload:
+            def __init__(self, i):
+                self.i = i
+        callers = []          # the frame below each callback: run, or <module>
+        def cb(p):
+            calls.append(p.i)
+            callers.append(sys._getframe(1).f_code.co_name)
+            if len(calls) == 50:
                 started.set()
-            time.sleep(0.002)   # a long drain: SIGINT lands inside a callback
+            time.sleep(0.002)   # a long drain: the SIGINT lands inside a callback
         def interrupt():
             started.wait(60)
             os.kill(os.getpid(), signal.SIGINT)
-        threading.Thread(target=interrupt).start()
-        try:
+        objs = [Payload(i) for i in range(N)]
+        for o in objs:
+            weakref.finalize(o, lambda: freed.__setitem__(0, freed[0] + 1))
+        del o
+        def run():
+            global objs
             # The drain runs from the pending call right after complete()
             # returns, or from drain_now(): either way it is entered here.
-            m.complete(list(range(400)), cb, threads=4)
+            m.complete(objs, cb, threads=4)
+            objs = None
             m.drain_now()
+        threading.Thread(target=interrupt).start()
+        try:
+            run()
             at = "none"
         except KeyboardInterrupt:
-            at = len(seen)
-        print(json.dumps({"at": at, "seen": sorted(seen), "c": m.counters()}))
+            at = callers.count("run")   # callbacks run before the interrupt left run()
+        objs = None
+        end = time.monotonic() + 60       # hang guard
+        while freed[0] < N and time.monotonic() < end:
+            time.sleep(0.001)             # pure Python: the re-armed pending call runs
+        print(json.dumps({"at": at, "handled_at": handled_at, "calls": calls,
+                          "freed": freed[0], "c": m.counters()}))
     """)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout.strip().splitlines()[-1])
-    assert out["at"] == 400, "KeyboardInterrupt arrives after the drain, not inside it"
-    assert out["seen"] == list(range(400))
-    assert out["c"]["deferred_interrupts"] == 1
+    assert out["at"] != "none", "no KeyboardInterrupt reached the interrupted code"
+    assert len(out["handled_at"]) == 1, out["handled_at"]
+    assert out["at"] - out["handled_at"][0] <= 1, (
+        "at most one callback after the SIGINT handler ran before the KeyboardInterrupt"
+    )
+    assert out["at"] < 400, "the drain stopped early"
+    assert out["freed"] == 400, "hang guard: every payload released"
+    assert sorted(out["calls"]) == list(range(400)), "each callback ran exactly once"
+    c = out["c"]
+    assert c["deferred_interrupts"] == 1
+    assert c["cleaned"] == c["handed_off"] and c["released_off_main"] == 0, c
+
+
+def test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error():
+    """A callback raises KeyboardInterrupt or SystemExit(3) while the program
+    exits.  A pending call that CPython runs in its exit-time flush
+    (_Py_FinishPendingCalls, no Python frame) would turn a -1 into "SystemError:
+    bad argument to internal function" on 3.10-3.13; the host holds the
+    interrupt and its exit sequence raises it in the atexit phase.  Up to 60
+    children, alternating the two kinds; every child releases all its
+    payloads and shows its exception, never a SystemError.  The callback
+    itself tells whether it ran in the flush (no Python frame below it,
+    before the atexit handlers): on 3.10-3.12 a foreign thread's pending
+    call starts no eval breaker (gh-95820), so the flush is reached in a
+    good share of the runs and at least one witness is required there; on
+    3.13+ the call usually runs in the main module first."""
+    witnessed = set()
+    runs = 0
+    for i in range(60):  # each child about 0.1 s; stops once both kinds reached the flush
+        kind = ("ki", "exit")[i % 2]
+        p = _child(f"""
+            import atexit, sys
+            import dc_threadpool as m
+            N = 20
+            state = {{"atexit": False, "n": 0}}
+            # After the import: it runs before the host's exit sequence.
+            atexit.register(lambda: state.__setitem__("atexit", True))
+            def cb(i):
+                state["n"] += 1
+                if state["n"] == N:
+                    print("ALL RELEASED", flush=True)
+                if i == 0:
+                    if sys._getframe().f_back is None and not state["atexit"]:
+                        print("AT FLUSH", flush=True)
+                    raise KeyboardInterrupt if {kind!r} == "ki" else SystemExit(3)
+            # Completed by a native thread while the main module ends.
+            m.complete(list(range(N)), cb, threads=1, join=False)
+        """)
+        runs += 1
+        assert "SystemError" not in p.stderr, (kind, p.stderr)
+        assert "ALL RELEASED" in p.stdout, (kind, p.stdout, p.stderr)
+        if kind == "ki":
+            assert "KeyboardInterrupt" in p.stderr, (p.returncode, p.stderr)
+        else:
+            assert p.returncode == 3 or "SystemExit: 3" in p.stderr, (p.returncode, p.stderr)
+        if "AT FLUSH" in p.stdout:
+            witnessed.add(kind)
+        if witnessed == {"ki", "exit"}:
+            break
+    if sys.version_info < (3, 13) and not witnessed:
+        # Whether the call is still pending when the main module ends depends
+        # on the load (tests/test_exit.py's twin found none in 30 runs under
+        # load too): the rule above was checked, the hold itself was not.
+        pytest.skip(
+            f"no run of {runs} reached CPython's exit-time flush: the hold was not exercised"
+        )
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="os.fork() is unavailable here")

@@ -51,7 +51,20 @@ typedef struct dc_item dc_item;
  * SystemExit (the first of a drain) are raised after the drain where it was
  * entered (the interrupted code, or the entry point's caller); any other, and
  * later interrupts of the same drain, go to sys.unraisablehook.  The other
- * items of the drain still run.  It must not free the item. */
+ * items of the drain still run.  It must not free the item.
+ * Early stop: after each cleanup the host runs CPython's signal handlers
+ * (PyErr_CheckSignals), and the first KeyboardInterrupt or SystemExit
+ * stops the drain early and is raised at once:
+ * at most the one cleanup running when Ctrl-C arrives finishes first.
+ * The cleanups not yet run go back on the queue, in their order,
+ * with a pending call re-armed for them: each still runs exactly once.
+ * The exit sequence's drains never stop early, nor does a drain inside a
+ * cleanup.  In CPython's exit-time flush, where no Python frame runs,
+ * the interrupt is held for the exit sequence, never a SystemError: on
+ * 3.10-3.13 a pending call's -1 there becomes one, so the pending call
+ * returns 0 and the exit sequence raises the interrupt in the atexit phase.
+ * Source: PyErr_CheckSignals, Doc/c-api/exceptions.rst; _Py_FinishPendingCalls,
+ * Python/ceval.c (v3.10.0, v3.11.0) and Python/ceval_gil.c (v3.12.0, v3.13.0). */
 typedef void (*dc_cleanup_fn)(void* payload);
 
 /* Options of dc_host_get().  Zero-initialise, then set what you need. */
@@ -79,6 +92,9 @@ typedef struct dc_counters {
   uint64_t leaked_at_exit;      /* items still queued at the Py_AtExit backstop */
   int exit_sequence_ran;        /* the atexit-phase exit sequence has run */
   int host_alive;               /* cleanups may still run */
+  /* KeyboardInterrupt/SystemExit held in CPython's exit-time flush for the
+   * exit sequence to raise */
+  uint64_t interrupts_held_at_flush;
 } dc_counters;
 
 /* Create (first call) or return this extension's host.
@@ -145,7 +161,8 @@ int dc_hand_off(dc_host* host, dc_item* item);
  * Blocking: as long as the cleanups run.  Memory ordering: the drain's takes
  * are seq_cst.
  * Errors: 0, or -1 with the KeyboardInterrupt/SystemExit a cleanup raised
- * set (return NULL from your function then).
+ * set (return NULL from your function then); the drain stopped after that
+ * cleanup and the rest stays queued with a pending call re-armed.
  * Source: gh-95820; Python/ceval_gil.c make_pending_calls (v3.12.0). */
 int dc_entry(dc_host* host);
 
@@ -153,7 +170,8 @@ int dc_entry(dc_host* host);
  * Blocking: as long as the cleanups run.  Memory ordering: as dc_entry().
  * Errors: the number of cleanups run, or -1 with an exception set:
  * RuntimeError off the main thread, after the host died, or from inside a
- * cleanup; or the KeyboardInterrupt/SystemExit a cleanup raised.
+ * cleanup; or the KeyboardInterrupt/SystemExit a cleanup raised (the drain
+ * stopped after that cleanup; the rest stays queued, a pending call re-armed).
  * Source: this project. */
 int64_t dc_drain_now(dc_host* host);
 

@@ -30,6 +30,7 @@ cdef extern from "deferred_cleanup/cpython/deferred_cleanup.h":
         uint64_t leaked_at_exit
         int exit_sequence_ran
         int host_alive
+        uint64_t interrupts_held_at_flush
 
     # Main thread, GIL held; NULL with an exception set on error.
     dc_host* dc_host_get(const dc_host_options* opts) except NULL

@@ -34,7 +34,10 @@ using Item = dc_item;
 ///      interpreter);
 ///  [x] the error and interrupt rule: a cleanup's exception goes to
 ///      sys.unraisablehook, except the first KeyboardInterrupt/SystemExit of
-///      a drain, raised where the drain was entered after it finished;
+///      a drain, which stops the drain early (the rest back on the queue in
+///      order, a pending call re-armed) and is raised where the drain was
+///      entered; in CPython's exit-time flush it is held for the exit
+///      sequence (deferred_cleanup.h, dc_cleanup_fn);
 ///  [x] entry-point drains (gh-95820): entry() on the main thread drains;
 ///  [x] exit step 0: in the atexit phase, drain while the user's
 ///      outstanding() says work is due, bounded by exit_wait_ns;
