@@ -11,5 +11,5 @@ REPLACE = """\
 PROPERTY = (
     "the C-API host stops a drain at the first KeyboardInterrupt/SystemExit and raises it at once"
 )
-KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples_source_tree.py -k c_threadpool"]
-KILLING_TESTS = ["test_example_builds_against_the_source_tree_and_passes_its_tests"]
+KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py -k c_threadpool"]
+KILLING_TESTS = ["test_example_builds_against_the_installed_wheel_and_its_tests_pass"]
