@@ -91,6 +91,10 @@ MATRIX_ONLY = {
         "builds the wheel, installs it into a fresh virtual environment and builds every "
         "example against it with CMake (tools/examples.py, minutes)"
     ),
+    "examples_package": (
+        "builds the wheel and compares its package with cmake --install's, and builds an example "
+        "with a header or a CMake file removed (tools/examples.py --break, minutes)"
+    ),
 }
 
 
