@@ -36,6 +36,7 @@ extensions = [
     "myst_parser",
     "dc_docs",
     "dc_bench",  # the Performance page's tables and plots, from docs/_data/bench.json
+    "dc_pending",  # the Performance page's Py_AddPendingCall cost table (tools/bench_pending.py)
     "dc_model",  # the scheduling page's table of a candidate rule's model runs
     "dc_promises",  # the Verification page's promise ledger, from tests/promises.toml
     "dc_alternatives",  # "When to use what": tables from docs/_data/alternatives.json

@@ -202,3 +202,23 @@ def test_before_after_table_matches_both_runs(page):
         if f"destructor/{v}/outstanding" in before["core"]:
             assert b == f"{ratio(before['core'], v):.2f}", v
         assert a == f"{ratio(data['core'], v):.2f}", v
+
+
+def test_pending_call_cost_table_shows_every_measured_interpreter(page):
+    """The ``Py_AddPendingCall`` cost table has one row per interpreter of each
+    committed file, with that file's medians (read here from the JSON, not
+    with the docs extension's code)."""
+    parser = _Tables("pending-cost")
+    parser.feed(page)
+    assert parser.rows, "no Py_AddPendingCall cost table on the Performance page"
+    body = [" | ".join(r) for r in parser.rows[1:]]
+    expected = []
+    gpu = json.loads((REPO / "notes" / "gpu" / "pending.json").read_text())
+    expected.append((f"CPython {gpu['interpreter']['version']}", gpu))
+    two = json.loads((REPO / "notes" / "pending-call-cost" / "all-2core.json").read_text())
+    expected += [(f"{n} ({r['interpreter']['version']})", r) for n, r in two["results"].items()]
+    assert len(body) == len(expected), body
+    for (who, r), row in zip(expected, body, strict=True):
+        assert who in row, (who, row)
+        assert f"{r['uncontended_batch16']['median_ns']} ns" in row, row
+        assert f"{r['racing8']['median_ns']} / {r['racing8']['p99_ns']} ns" in row, row
