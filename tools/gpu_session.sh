@@ -15,7 +15,8 @@
 #   curves.json        tests/bench/curves.py all: latency, pending calls, CPU
 #                      and memory per burst of 1..10^6, each variant of our
 #                      wheel and the mutex queue (altpool), stamped likewise
-#                      (about 15 s; hang guard CURVES_TIMEOUT_S, 150)
+#                      (about 15 s; hang guard CURVES_TIMEOUT_S, 150;
+#                      CURVES_SMOKE=1: the smoke sizes)
 #   logs.tar.gz        every raw log (benchmark JSON, per-subprocess logs)
 #
 # Knobs (environment): DC_BENCH_REPS (3), DC_BENCH_MIN_TIME (0.2 s),
@@ -67,6 +68,7 @@ say "bench_pending: exit $?"
 
 say "cost as the work grows (tests/bench/curves.py)"
 PYTHONPATH=/tmp/dc timeout "${CURVES_TIMEOUT_S:-150}" python3 "$B/tools/curves.py" all \
+  ${CURVES_SMOKE:+--smoke} \
   --out "$OUT/curves.json" --altpool "$B/bin/altpool" --stamp "$B/provenance-curves.json" \
   --note "the GPU host's 16-core virtual machine; nothing else of this project ran during the run"
 say "curves: exit $?"

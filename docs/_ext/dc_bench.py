@@ -551,9 +551,20 @@ def curve_rows(data: dict, name: str) -> tuple[list[str], list[list[str]]]:
         return f(r) if r else "—"
 
     if name == "latency":
-        head = ["burst"] + [f"{curve_label(v)}: {q} (µs)" for v in vs for q in ("median", "p99")]
+
+        def bursts(n):
+            got = {
+                data["variants"][v]["rows"][str(n)]["latency"]["bursts"]
+                for v in vs
+                if str(n) in data["variants"][v].get("rows", {})
+            }
+            return "/".join(str(b) for b in sorted(got)) or "—"
+
+        head = ["burst", "bursts measured"] + [
+            f"{curve_label(v)}: {q} (µs)" for v in vs for q in ("median", "p99")
+        ]
         rows = [
-            [pow10(n)]
+            [pow10(n), bursts(n)]
             + [
                 cell(v, n, lambda r, q=q: f"{r['latency'][q]:.1f}")
                 for v in vs
@@ -656,7 +667,8 @@ def _curve_plot(name: str, data: dict) -> Path:
             ax.set_yscale("log")
             ax.set_ylabel("ns of main-thread CPU per payload")
             ax.set_title("Main thread's CPU per released payload")
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     ax.grid(axis="y", linewidth=0.3)
     fig.tight_layout()
     PLOTS.mkdir(parents=True, exist_ok=True)
@@ -718,8 +730,9 @@ class BenchCurvesMachine(SphinxDirective):
             for v, r in data["variants"].items()
             if "rows" in r
         }
+        stall_s = f" (no payload released for {data['stall_s']:g} s)" if "stall_s" in data else ""
         lines.append(
-            "* **Stalls**: "
+            f"* **Stalls**{stall_s}: "
             + (", ".join(f"{v}: {k}" for v, k in stalls.items() if k) or "none in any burst")
             + "."
         )

@@ -417,6 +417,7 @@ def run_all(
         "smoke": smoke,
         "machine": dict(_machine(), note=note),
         "threads": THREADS,
+        "stall_s": STALL_S,
         "sizes": SMOKE_SIZES if smoke else SIZES,
         "variants": {},
     }
