@@ -622,11 +622,12 @@ def _curve_plot(name: str, data: dict) -> Path:
         n = str(sizes[-1])
         ys = [data["variants"][v]["rows"][n]["rss_bytes_per_payload"] for v in vs]
         ax.bar(range(len(vs)), ys, 0.6)
-        ax.set_xticks(list(range(len(vs))), [curve_label(v) for v in vs])
+        ax.set_xticks(list(range(len(vs))), [curve_label(v).replace(" (", "\n(") for v in vs])
         ax.set_ylabel("bytes per queued payload (RSS)")
         ax.set_title(f"Memory per queued payload, burst of {pow10(int(n))}")
     else:
-        for v in vs:
+        for i, v in enumerate(vs):
+            color = f"C{i}"  # one colour per variant, whatever it draws
             rows = data["variants"][v]["rows"]
             xs = [n for n in sizes if str(n) in rows]
             if name == "latency":
@@ -636,19 +637,25 @@ def _curve_plot(name: str, data: dict) -> Path:
                         [rows[str(n)]["latency"][q] for n in xs],
                         marker="o",
                         linestyle=style,
+                        color=color,
                         label=f"{curve_label(v)} ({'median' if q == 'median_us' else 'p99'})",
                     )
             elif name == "pending_calls":
                 if rows[str(xs[0])]["pending_calls"] is None:
                     continue
                 ax.plot(
-                    xs, [rows[str(n)]["pending_calls"]["mean"] for n in xs], marker="o", label=v
+                    xs,
+                    [rows[str(n)]["pending_calls"]["mean"] for n in xs],
+                    marker="o",
+                    color=color,
+                    label=v,
                 )
             elif name == "cpu":
                 ax.plot(
                     xs,
                     [rows[str(n)]["cpu"]["ns_per_payload"] for n in xs],
                     marker="o",
+                    color=color,
                     label=curve_label(v),
                 )
             else:
