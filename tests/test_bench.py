@@ -71,6 +71,8 @@ def test_every_benchmark_ran_without_error(smoke_rows):
         "floor/drain/100000",
         "floor/drain_reversed/1000",
         "floor/drain_reversed/100000",
+        "drain/mutex_vector/1000",
+        "drain/mutex_vector/100000",
     ]
     for v in _variants(smoke_rows):
         expected += [
@@ -123,7 +125,7 @@ def test_shared_line_binary_packs_the_fields_and_names_its_rows(smoke_rows):
 def test_drain_floor_rows_run_every_cleanup(smoke_rows):
     # A floor row stops with an error when a cleanup did not run.
     for n in (1000, 100000):
-        for name in (f"floor/drain/{n}", f"floor/drain_reversed/{n}"):
+        for name in (f"floor/drain/{n}", f"floor/drain_reversed/{n}", f"drain/mutex_vector/{n}"):
             assert not smoke_rows[name].get("error_occurred"), name
             assert smoke_rows[name]["items"] == n
 
