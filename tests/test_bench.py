@@ -71,6 +71,8 @@ def test_every_benchmark_ran_without_error(smoke_rows):
         "floor/drain/100000",
         "floor/drain_reversed/1000",
         "floor/drain_reversed/100000",
+        "drain/mutex_vector/1000",
+        "drain/mutex_vector/100000",
     ]
     for v in _variants(smoke_rows):
         expected += [
@@ -123,7 +125,7 @@ def test_shared_line_binary_packs_the_fields_and_names_its_rows(smoke_rows):
 def test_drain_floor_rows_run_every_cleanup(smoke_rows):
     # A floor row stops with an error when a cleanup did not run.
     for n in (1000, 100000):
-        for name in (f"floor/drain/{n}", f"floor/drain_reversed/{n}"):
+        for name in (f"floor/drain/{n}", f"floor/drain_reversed/{n}", f"drain/mutex_vector/{n}"):
             assert not smoke_rows[name].get("error_occurred"), name
             assert smoke_rows[name]["items"] == n
 
@@ -195,3 +197,36 @@ def test_end_to_end_measurements_run_and_release_every_payload_on_the_main_threa
         # coalescing: a burst of 1000 from 8 threads needs a handful of pending calls, not 1000
         assert r["burst_pending"]["pending_calls"] <= 20, (v, r["burst_pending"])
         assert r["consume_queue_s"] > 0 and r["consume_direct_s"] > 0
+
+
+def test_curves_runner_releases_every_payload_on_the_main_thread_at_every_burst_size():
+    # tests/bench/curves.py in smoke sizes on the real package, one process per
+    # variant: every burst released all its payloads on the main thread (the
+    # runner raises otherwise), each size has latency rows and CPU per payload
+    # above zero, and every burst needed at least one pending call.
+    variants = _variants_in_package()
+    assert "reference" in variants
+    sys.path.insert(0, str(REPO / "tests" / "bench"))
+    import curves  # noqa: PLC0415  (tests/bench/curves.py: the sizes of its smoke run)
+
+    for v in variants:
+        p = subprocess.run(
+            [sys.executable, str(REPO / "tests" / "bench" / "curves.py"), "run", "--variant", v]
+            + ["--smoke"],
+            env=dict(os.environ, DEFERRED_CLEANUP_VARIANT=v),
+            capture_output=True,
+            text=True,
+            timeout=hang_guard(300),
+        )
+        assert p.returncode == 0, f"{v}: {p.stderr[-3000:]}"
+        r = json.loads(p.stdout)
+        assert r["variant"] == v and r["sizes"] == curves.SMOKE_SIZES
+        for n in curves.SMOKE_SIZES:
+            row = r["rows"][str(n)]
+            lat = row["latency"]
+            assert lat["samples"] == n * curves.SMOKE_REPS[n][0], (v, n, lat)
+            assert 0 < lat["median_us"] <= lat["p99_us"] <= lat["max_us"], (v, n, lat)
+            assert lat["min_us"] >= 0, (v, n, lat)  # no cleanup before its burst's release
+            assert row["pending_calls"]["min"] >= 1, (v, n, row["pending_calls"])
+            assert row["cpu"]["ns_per_payload"] > 0, (v, n, row["cpu"])
+        assert r["rows"][str(curves.SMOKE_SIZES[-1])]["rss_bytes_per_payload"] >= 0

@@ -170,6 +170,10 @@ def test_page_names_machine_compiler_interpreters_and_shows_plots(page):
             assert f"CPython {r['python']['version']}" in text, name
     images = re.findall(r'<img[^>]+src="([^"]+\.svg)"', page)
     assert sorted(Path(i).stem.split(".")[0] for i in images) == [
+        "curves-cpu",
+        "curves-latency",
+        "curves-memory",
+        "curves-pending_calls",
         "destructor",
         "drain",
         "e2e",
@@ -222,3 +226,42 @@ def test_pending_call_cost_table_shows_every_measured_interpreter(page):
         assert who in row, (who, row)
         assert f"{r['uncontended_batch16']['median_ns']} ns" in row, row
         assert f"{r['racing8']['median_ns']} / {r['racing8']['p99_ns']} ns" in row, row
+
+
+def _curves_data() -> tuple[dict, str]:
+    """The curves the page shows: the GPU host's when collected, else the smoke run."""
+    for name in ("curves.json", "curves-2core-smoke.json"):
+        if (DATA.parent / name).exists():
+            return json.loads((DATA.parent / name).read_text()), name
+    raise AssertionError("no curves data under docs/_data")
+
+
+def test_curves_tables_match_committed_json_and_name_the_machine(page):
+    # Recomputed from the raw rows of the JSON, not with the docs extension's code.
+    data, name = _curves_data()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page)).replace("\u2019", "'")  # smart quotes
+    text = " ".join(text.split())
+    assert name in text and data["machine"]["cpu"] in text
+    assert f"{data['machine']['cores']} cores" in text and data["machine"]["note"] in text
+    shown = [v for v in ("reference", "seed", "cuda-core-1.2", "mutexq") if v in data["variants"]]
+    parser = _Tables("dc-bench-curve-latency")
+    parser.feed(page)
+    body = parser.rows[1:]
+    assert len(body) == len(data["sizes"])
+    for cells, n in zip(body, data["sizes"], strict=True):
+        want = []
+        for v in shown:
+            r = data["variants"][v].get("rows", {}).get(str(n))
+            want += (
+                [f"{r['latency']['median_us']:.1f}", f"{r['latency']['p99_us']:.1f}"]
+                if r
+                else [cells[2 + len(want)]] * 2
+            )
+        assert cells[2:] == want, (n, cells)
+    parser = _Tables("dc-bench-curve-pending-calls")
+    parser.feed(page)
+    for cells, n in zip(parser.rows[1:], data["sizes"], strict=True):
+        for cell, v in zip(cells[1:], shown, strict=True):
+            c = data["variants"][v].get("rows", {}).get(str(n), {}).get("pending_calls")
+            if c:
+                assert cell.startswith(f"{c['mean']:.2f} "), (n, v, cell)

@@ -38,6 +38,12 @@ carries ``provenance``: the commit and the hash of the sources measured.
 The docs page (docs/performance.rst) renders a committed copy:
 ``cp build/bench/bench.json docs/_data/bench.json``.
 
+The drain, floor and direct rows run at 10^2 to 10^7 items (the page's drain
+curve); the headline reads 10^3, 10^5 and 10^7 (``DRAIN_SIZES``).  The other
+curves of the page's "Cost as the work grows" (latency, pending calls, CPU and
+memory per burst size) are tests/bench/curves.py's, run apart
+(``tests/bench/curves.py all``; on the GPU host by tools/gpu_session.sh).
+
 Only the standard library is used here (it runs on the machine's python3).
 """
 

@@ -11,13 +11,18 @@
 #   bin/libdcpc.so                              tools/pending_call_counter.c
 #   bin/_dc_pending_cost.*.so                   tests/bench/pending_cost.c for
 #       CPython 3.12 (tools/bench_pending.py --build, with $PYTHON's headers)
+#   bin/altpool/altpool.*.so                    tools/alternatives/altpool.cpp for
+#       CPython 3.12 (tools/alternatives.py build_ext, with $PYTHON's pybind11):
+#       the mutex queue of tests/bench/curves.py
 #   wheels/deferred_cleanup-*.whl               this tree, for CPython 3.12
 #       (built with the cp312-pyenv environment of tools/matrix.py, or $PYTHON)
 #   wheels-cc122/cuda_core-1.2.2-*.whl          pip download (cuda-core 1.2.0
 #       is already installed there)
 #   tools/                                      bench.py, bench_pending.py,
-#       gpu_compare.py, gpu_session.sh, provenance.py of this tree
-#   provenance-bench.json, provenance-gpu-compare.json, provenance-pending.json
+#       gpu_compare.py, gpu_session.sh, provenance.py of this tree, and
+#       tests/bench/curves.py
+#   provenance-bench.json, provenance-gpu-compare.json, provenance-pending.json,
+#   provenance-curves.json
 #       tools/provenance.py stamps of the sources those binaries were built from
 #   meta.env                                    commit, compiler, Google
 #       Benchmark version
@@ -51,6 +56,10 @@ gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$DEST/bin/libdcpc.so" \
 say "Py_AddPendingCall cost module (tests/bench/pending_cost.c) for CPython 3.12 ($PY)"
 "$PY" tools/bench_pending.py --build "$DEST/bin" >/dev/null
 
+say "altpool (tools/alternatives/altpool.cpp) for CPython 3.12 ($PY): the curves' mutex queue"
+"$PY" -c 'import sys; from pathlib import Path; sys.path.insert(0, "tools"); import alternatives
+alternatives.build_ext(Path(sys.argv[1]))' "$DEST/bin/altpool"
+
 say "deferred_cleanup wheel for CPython 3.12 ($PY)"
 "$PY" -m pip wheel -q --disable-pip-version-check --no-build-isolation --no-deps \
   -C build-dir=build/gpu-bundle/wheel -w "$DEST/wheels" . >build/gpu-bundle/wheel.log 2>&1 \
@@ -67,7 +76,7 @@ cp "$CACHE"/cuda_core-1.2.2-*.whl "$DEST/wheels-cc122/"
 
 say "scripts and provenance stamps"
 cp tools/bench.py tools/bench_pending.py tools/gpu_compare.py tools/gpu_session.sh \
-  tools/provenance.py "$DEST/tools/"
+  tools/provenance.py tests/bench/curves.py "$DEST/tools/"
 python3 tools/provenance.py show --glob 'tests/bench/pending_cost.c' --glob 'tools/bench_pending.py' \
   >"$DEST/provenance-pending.json"
 python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 'include/deferred_cleanup/comparison/*.hpp' \
@@ -77,6 +86,11 @@ python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 
   --glob 'reference/src/*.cpp' --glob 'reference/src/*.hpp' \
   --glob 'reference/python/deferred_cleanup/*.py' --glob 'tools/gpu_compare.py' \
   --glob 'tools/pending_call_counter.c' >"$DEST/provenance-gpu-compare.json"
+# the globs of tests/bench/curves.py (GLOBS)
+python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' \
+  --glob 'reference/src/*.cpp' --glob 'reference/src/*.hpp' \
+  --glob 'reference/python/deferred_cleanup/*.py' --glob 'tests/bench/curves.py' \
+  --glob 'tools/alternatives/altpool.cpp' >"$DEST/provenance-curves.json"
 {
   dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo +uncommitted || true)
   echo "DC_COMMIT=$(git rev-parse --short=12 HEAD)$dirty"

@@ -4,9 +4,12 @@
 # host (DIR: the device call's files_at) where the docs read it:
 #   DIR/bench.json                      -> docs/_data/bench.json
 #   DIR/pending.json                    -> notes/gpu/pending.json (tools/bench_pending.py)
+#   DIR/curves.json                     -> docs/_data/curves.json (tests/bench/curves.py;
+#                                          the Performance page shows it in place of
+#                                          curves-2core-smoke.json)
 #   DIR/gpu-compare.{json,md}, machine.txt, session.log, logs.tar.gz's gc/logs
 #                                       -> notes/gpu/compare/ (replaced whole)
-# Both JSON files already carry the provenance stamp of the bundle they ran.
+# The JSON files already carry the provenance stamp of the bundle they ran.
 set -euo pipefail
 SRC=$(realpath "$1")
 cd "$(dirname "$0")/.."
@@ -14,6 +17,8 @@ if [ -f "$SRC/bench.json" ]; then cp "$SRC/bench.json" docs/_data/bench.json
 else echo "no bench.json in $SRC"; fi
 if [ -f "$SRC/pending.json" ]; then cp "$SRC/pending.json" notes/gpu/pending.json
 else echo "no pending.json in $SRC"; fi
+if [ -f "$SRC/curves.json" ]; then cp "$SRC/curves.json" docs/_data/curves.json
+else echo "no curves.json in $SRC"; fi
 if [ -f "$SRC/gpu-compare.json" ]; then
   rm -rf notes/gpu/compare
   mkdir -p notes/gpu/compare

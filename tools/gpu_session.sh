@@ -12,6 +12,11 @@
 #   pending.json       tools/bench_pending.py --one: ns per Py_AddPendingCall
 #                      from a foreign thread, uncontended and 8 racing, on the
 #                      host's python3 (3.12), stamped with the bundle's stamp
+#   curves.json        tests/bench/curves.py all: latency, pending calls, CPU
+#                      and memory per burst of 1..10^6, each variant of our
+#                      wheel and the mutex queue (altpool), stamped likewise
+#                      (about 15 s; hang guard CURVES_TIMEOUT_S, 150;
+#                      CURVES_SMOKE=1: the smoke sizes)
 #   logs.tar.gz        every raw log (benchmark JSON, per-subprocess logs)
 #
 # Knobs (environment): DC_BENCH_REPS (3), DC_BENCH_MIN_TIME (0.2 s),
@@ -60,6 +65,13 @@ say "Py_AddPendingCall's own cost (tools/bench_pending.py)"
 timeout 120 python3 "$B/tools/bench_pending.py" --one --so "$(ls "$B"/bin/_dc_pending_cost*.so | head -1)" \
   --stamp "$B/provenance-pending.json" --json "$OUT/pending.json"
 say "bench_pending: exit $?"
+
+say "cost as the work grows (tests/bench/curves.py)"
+PYTHONPATH=/tmp/dc timeout "${CURVES_TIMEOUT_S:-150}" python3 "$B/tools/curves.py" all \
+  ${CURVES_SMOKE:+--smoke} \
+  --out "$OUT/curves.json" --altpool "$B/bin/altpool" --stamp "$B/provenance-curves.json" \
+  --note "the GPU host's 16-core virtual machine; nothing else of this project ran during the run"
+say "curves: exit $?"
 
 say "gpu_compare (budget ${GC_BUDGET_S:-220} s)"
 PYTHONPATH=/tmp/dc DCPC_LIB="$B/bin/libdcpc.so" timeout 270 python3 "$B/tools/gpu_compare.py" \

@@ -19,7 +19,16 @@ take an optional file name under docs/_data (``bench-2core-smoke.json``: the
   the C++ rows of its own run) and in the committed run;
 * ``.. bench-plot:: NAME`` an SVG plot made with matplotlib (Agg backend, text
   as paths, no date in the file: offline and reproducible); NAME is one of
-  ``destructor``, ``producers``, ``drain``, ``e2e``.
+  ``destructor``, ``producers``, ``drain``, ``e2e``;
+* ``.. bench-drain-curve::`` the table under the ``drain`` plot: ns per item
+  of every drain, direct and floor row, per size (10^2 to 10^7);
+* ``.. bench-curves-machine::`` which machine measured the curves shown, and
+  their provenance stamp;
+* ``.. bench-curve:: NAME`` one curve of ``tests/bench/curves.py`` as a plot
+  with its table under it (NAME: ``latency``, ``pending_calls``, ``cpu``,
+  ``memory``), from ``docs/_data/curves.json`` (the GPU host's run, collected
+  by tools/gpu_collect.sh) or, while there is none, from
+  ``docs/_data/curves-2core-smoke.json`` (the 2-core smoke run).
 
 The numbers are formatted by :func:`fmt_ratio` and :func:`verdict`, which
 ``tests/test_bench_docs.py`` does not reuse: it recomputes each ratio from the
@@ -44,6 +53,18 @@ DATA = REPO / "docs" / "_data" / "bench.json"
 BEFORE = REPO / "docs" / "_data" / "bench-before-fast-path.json"
 PLOTS = REPO / "build" / "docs" / "bench_plots"
 VARIANTS = ["reference", "seed", "cuda-core-1.2"]
+CURVES = DATA.parent / "curves.json"
+CURVES_SMOKE = DATA.parent / "curves-2core-smoke.json"
+#: The curves' series: tests/bench/curves.py's variants, the mutex queue last.
+CURVE_SERIES = [*VARIANTS, "mutexq"]
+CURVE_LABELS = {"mutexq": "mutex queue (greenlet's shape)"}
+#: The drain curve's rows: (label, row prefix in bench.json).
+DRAIN_SERIES = [(v, f"drain/{v}") for v in VARIANTS] + [
+    ("mutex + vector", "drain/mutex_vector"),
+    ("floor: one exchange, one walk", "floor/drain"),
+    ("floor reversed first", "floor/drain_reversed"),
+    ("cleanups run directly", "direct"),
+]
 
 
 def load(name: str | None = None) -> dict:
@@ -399,20 +420,23 @@ def _plot(name: str, data: dict) -> Path:
         ax.set_ylabel("M items/s (wall clock)")
         ax.set_title("Producers pushing into one queue, a pending call outstanding")
     elif name == "drain":
-        for label, prefix in [(v, f"drain/{v}") for v in variants] + [
-            ("cleanups run directly", "direct")
-        ]:
-            ns = sorted(
-                int(k.rsplit("/", 1)[1])
-                for k in core
-                if k.startswith(prefix + "/") and k.rsplit("/", 1)[1].isdigit()
+        for label, prefix in DRAIN_SERIES:
+            ns = drain_sizes(core, prefix)
+            if not ns:
+                continue
+            style = ":" if prefix.startswith(("floor/", "direct")) else "-"
+            ax.plot(
+                ns,
+                [core[f"{prefix}/{n}"]["ns_per_item"] for n in ns],
+                marker="o",
+                linestyle=style,
+                label=label,
             )
-            ax.plot(ns, [core[f"{prefix}/{n}"]["ns_per_item"] for n in ns], marker="o", label=label)
         ax.set_xscale("log")
         ax.set_ylim(bottom=0)
         ax.set_xlabel("items queued")
         ax.set_ylabel("ns per item")
-        ax.set_title("Consumer: the pending call draining N items")
+        ax.set_title("Consumer: the pending call draining N items, next to its floors")
     elif name == "e2e":
         data = load("bench-2core-smoke.json")  # the only run with end-to-end rows
         names = [n for n, r in data.get("e2e", {}).items() if "python" in r]
@@ -463,7 +487,277 @@ class BenchPlot(SphinxDirective):
         return node.children
 
 
+def drain_sizes(core: dict, prefix: str) -> list[int]:
+    """The sizes N of the rows ``PREFIX/N`` in ``core``, ascending."""
+    return sorted(
+        int(k.rsplit("/", 1)[1])
+        for k in core
+        if k.rsplit("/", 1)[0] == prefix and k.rsplit("/", 1)[1].isdigit()
+    )
+
+
+def pow10(n: int) -> str:
+    """``10^k`` for a power of ten from 100 on, else the number."""
+    k = len(str(n)) - 1
+    return f"10^{k}" if n >= 100 and n == 10**k else str(n)
+
+
+class BenchDrainCurve(_BenchDirective):
+    """ns per item of each drain, floor and direct row, one line per size."""
+
+    def lines(self, data):
+        core = data["core"]
+        series = [(label, p) for label, p in DRAIN_SERIES if drain_sizes(core, p)]
+        sizes = sorted({n for _, p in series for n in drain_sizes(core, p)})
+        rows = [
+            [pow10(n)]
+            + [
+                f"{core[f'{p}/{n}']['ns_per_item']:.2f}" if f"{p}/{n}" in core else "—"
+                for _, p in series
+            ]
+            for n in sizes
+        ]
+        return list_table(
+            ["items", *[f"{label} (ns per item)" for label, _ in series]],
+            rows,
+            "dc-bench-drain-curve",
+        )
+
+
+def load_curves() -> tuple[dict, Path]:
+    """The curves shown: the GPU host's ``curves.json`` when collected, else
+    the 2-core smoke run; an ExtensionError when neither exists."""
+    for path in (CURVES, CURVES_SMOKE):
+        if path.exists():
+            return json.loads(path.read_text()), path
+    raise ExtensionError(
+        f"{CURVES_SMOKE} is missing: run `python3 tests/bench/curves.py all --out` there"
+    )
+
+
+def curve_label(v: str) -> str:
+    return CURVE_LABELS.get(v, v)
+
+
+def curve_rows(data: dict, name: str) -> tuple[list[str], list[list[str]]]:
+    """The table of one curve: (header, rows), formatted as the page shows them."""
+    vs = [v for v in CURVE_SERIES if v in data["variants"]]
+    sizes = data["sizes"]
+
+    def cell(v, n, f):
+        if "rows" not in data["variants"][v]:
+            return "missing"
+        r = data["variants"][v]["rows"].get(str(n))
+        return f(r) if r else "—"
+
+    if name == "latency":
+
+        def bursts(n):
+            got = {
+                data["variants"][v]["rows"][str(n)]["latency"]["bursts"]
+                for v in vs
+                if str(n) in data["variants"][v].get("rows", {})
+            }
+            return "/".join(str(b) for b in sorted(got)) or "—"
+
+        head = ["burst", "bursts measured"] + [
+            f"{curve_label(v)}: {q} (µs)" for v in vs for q in ("median", "p99")
+        ]
+        rows = [
+            [pow10(n), bursts(n)]
+            + [
+                cell(v, n, lambda r, q=q: f"{r['latency'][q]:.1f}")
+                for v in vs
+                for q in ("median_us", "p99_us")
+            ]
+            for n in sizes
+        ]
+    elif name == "pending_calls":
+
+        def calls(r):
+            c = r["pending_calls"]
+            if c is None:
+                return "not counted"
+            return f"{c['mean']:.2f} ({c['min']}–{c['max']})"
+
+        head = ["burst"] + [f"{curve_label(v)}: mean (min–max)" for v in vs]
+        rows = [[pow10(n)] + [cell(v, n, calls) for v in vs] for n in sizes]
+    elif name == "cpu":
+        head = ["burst"] + [
+            f"{curve_label(v)}: {q} (ns per payload)" for v in vs for q in ("CPU", "drain wall")
+        ]
+        rows = [
+            [pow10(n)]
+            + [
+                cell(v, n, lambda r, q=q: f"{r['cpu'][q]:.0f}")
+                for v in vs
+                for q in ("ns_per_payload", "drain_wall_ns_per_payload")
+            ]
+            for n in sizes
+        ]
+    elif name == "memory":
+        n = sizes[-1]
+        head = ["variant", f"RSS growth per queued payload, burst of {pow10(n)} (bytes)"]
+        rows = [
+            [curve_label(v), cell(v, n, lambda r: f"{r['rss_bytes_per_payload']:.1f}")] for v in vs
+        ]
+    else:
+        raise ExtensionError(f"bench-curve: unknown curve {name!r}")
+    return head, rows
+
+
+def _curve_plot(name: str, data: dict) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(
+        {"svg.hashsalt": f"dc-curves-{name}", "svg.fonttype": "path", "font.size": 9}
+    )
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    vs = [v for v in CURVE_SERIES if "rows" in data["variants"].get(v, {})]
+    sizes = data["sizes"]
+    if name == "memory":
+        n = str(sizes[-1])
+        ys = [data["variants"][v]["rows"][n]["rss_bytes_per_payload"] for v in vs]
+        ax.bar(range(len(vs)), ys, 0.6)
+        ax.set_xticks(list(range(len(vs))), [curve_label(v).replace(" (", "\n(") for v in vs])
+        ax.set_ylabel("bytes per queued payload (RSS)")
+        ax.set_title(f"Memory per queued payload, burst of {pow10(int(n))}")
+    else:
+        for i, v in enumerate(vs):
+            color = f"C{i}"  # one colour per variant, whatever it draws
+            rows = data["variants"][v]["rows"]
+            xs = [n for n in sizes if str(n) in rows]
+            if name == "latency":
+                for q, style in (("median_us", "-"), ("p99_us", ":")):
+                    ax.plot(
+                        xs,
+                        [rows[str(n)]["latency"][q] for n in xs],
+                        marker="o",
+                        linestyle=style,
+                        color=color,
+                        label=f"{curve_label(v)} ({'median' if q == 'median_us' else 'p99'})",
+                    )
+            elif name == "pending_calls":
+                if rows[str(xs[0])]["pending_calls"] is None:
+                    continue
+                ax.plot(
+                    xs,
+                    [rows[str(n)]["pending_calls"]["mean"] for n in xs],
+                    marker="o",
+                    color=color,
+                    label=v,
+                )
+            elif name == "cpu":
+                ax.plot(
+                    xs,
+                    [rows[str(n)]["cpu"]["ns_per_payload"] for n in xs],
+                    marker="o",
+                    color=color,
+                    label=curve_label(v),
+                )
+            else:
+                raise ExtensionError(f"bench-curve: unknown curve {name!r}")
+        ax.set_xscale("log")
+        ax.set_xlabel(f"payloads per burst, released from up to {data['threads']} native threads")
+        if name == "latency":
+            ax.set_yscale("log")
+            ax.set_ylabel("µs, release to cleanup")
+            ax.set_title("Latency from the burst's release to each cleanup on the main thread")
+        elif name == "pending_calls":
+            ax.set_ylim(bottom=0)
+            ax.set_ylabel("pending calls per burst (mean)")
+            ax.set_title("Pending calls per burst")
+        else:
+            ax.set_yscale("log")
+            ax.set_ylabel("ns of main-thread CPU per payload")
+            ax.set_title("Main thread's CPU per released payload")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
+    ax.grid(axis="y", linewidth=0.3)
+    fig.tight_layout()
+    PLOTS.mkdir(parents=True, exist_ok=True)
+    out = PLOTS / f"curves-{name}.svg"
+    fig.savefig(out, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return out
+
+
+class BenchCurve(SphinxDirective):
+    """One curve: its plot, then its table (class ``dc-bench-curve-NAME``)."""
+
+    required_arguments = 1
+    has_content = True
+
+    def run(self):
+        data, path = load_curves()
+        self.env.note_dependency(str(path))
+        name = self.arguments[0]
+        plot = _plot_path(self, _curve_plot(name, data))
+        lines = [f".. figure:: {plot}", f"   :alt: {name} curve", "   :class: dc-bench-plot", ""]
+        lines += [f"   {line}" for line in self.content]
+        lines.append("")
+        head, rows = curve_rows(data, name)
+        lines += list_table(head, rows, f"dc-bench-curve-{name.replace('_', '-')}")
+        node = nodes.container()
+        self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
+        return node.children
+
+
+class BenchCurvesMachine(SphinxDirective):
+    """Which machine measured the curves shown, with the stamp."""
+
+    def run(self):
+        data, path = load_curves()
+        self.env.note_dependency(str(path))
+        self.env.note_dependency(str(REPO / "tools" / "provenance.py"))
+        m = data["machine"]
+        pys = sorted({r["python"] for r in data["variants"].values() if "python" in r})
+        missing = [
+            f"{curve_label(v)} ({r['missing']})"
+            for v, r in data["variants"].items()
+            if "missing" in r
+        ]
+        lines = [
+            f"* **Data**: ``docs/_data/{path.name}``"
+            + (" (sizes of the smoke run)" if data.get("smoke") else "")
+            + ".",
+            f"* **Machine**: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}; "
+            f"{m.get('note') or 'no note'}; load average at the start "
+            f"{', '.join(str(x) for x in m['load_average'])}; {m['date_utc']}.",
+            f"* **Interpreter**: CPython {', '.join(pys) or '?'}; up to {data['threads']} "
+            "release threads per burst.",
+        ]
+        if missing:
+            lines.append(f"* **Not measured**: {'; '.join(missing)}.")
+        stalls = {
+            curve_label(v): sum(row["stalls"] for row in r["rows"].values())
+            for v, r in data["variants"].items()
+            if "rows" in r
+        }
+        stall_s = f" (no payload released for {data['stall_s']:g} s)" if "stall_s" in data else ""
+        lines.append(
+            f"* **Stalls**{stall_s}: "
+            + (", ".join(f"{v}: {k}" for v, k in stalls.items() if k) or "none in any burst")
+            + "."
+        )
+        lines += [provenance_line(data), ""]
+        node = nodes.container()
+        self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
+        return node.children
+
+
+def _plot_path(directive: SphinxDirective, path: Path) -> str:
+    doc_dir = Path(directive.env.doc2path(directive.env.docname)).parent
+    return os.path.relpath(path, doc_dir)
+
+
 def setup(app: Sphinx):
+    app.add_directive("bench-drain-curve", BenchDrainCurve)
+    app.add_directive("bench-curve", BenchCurve)
+    app.add_directive("bench-curves-machine", BenchCurvesMachine)
     app.add_directive("bench-machine", BenchMachine)
     app.add_directive("bench-headline", BenchHeadline)
     app.add_directive("bench-core", BenchCore)
