@@ -722,22 +722,7 @@ class Runner:
                 "each check runs alone"
             )
             return None
-        data = json.loads(out_json.read_text())
-        outcomes = data["outcomes"]
-        results = []
-        for check, _, _ in specs:
-            ids = data["selected"].get(check, [])
-            failing = [i for i in ids if outcomes.get(i) == "failed"]
-            passed = [i for i in ids if outcomes.get(i) == "passed"]
-            if failing:
-                results.append(CheckResult(check, "failed", failing, 0, r.log))
-            elif not passed:
-                results.append(
-                    CheckResult(check, "error", [], 0, r.log, "pytest ran no test of this check")
-                )
-            else:
-                results.append(CheckResult(check, "passed", [], 0, r.log))
-        return results
+        return control_results(specs, json.loads(out_json.read_text()), r.log)
 
     def _run_pytest(
         self,
@@ -813,6 +798,31 @@ class Runner:
             env=env,
         )
         return self.pytest_outcome(check, rc, xml, log, out)
+
+
+def control_results(specs: list, report: dict, log: str) -> list[CheckResult]:
+    """One CheckResult per spec from tools/mutate_control.py's report.
+
+    :param specs: ``[check, paths, k]`` as given to the shared session
+    :param report: the plugin's DC_MUTATE_CONTROL_OUT file, parsed
+    :param log: the shared session's log, named by every result
+    :returns: per check, in specs' order: ``failed`` naming the node ids of
+        its tests that failed; ``error`` when none of its tests passed (it
+        selected none, or all were skipped: "pytest ran no test", as for a
+        session of its own); else ``passed``
+    """
+    outcomes = report["outcomes"]
+    results = []
+    for check, _, _ in specs:
+        ids = report["selected"].get(check, [])
+        failing = [i for i in ids if outcomes.get(i) == "failed"]
+        if failing:
+            results.append(CheckResult(check, "failed", failing, 0, log))
+        elif not any(outcomes.get(i) == "passed" for i in ids):
+            results.append(CheckResult(check, "error", [], 0, log, "pytest ran no test"))
+        else:
+            results.append(CheckResult(check, "passed", [], 0, log))
+    return results
 
 
 def control_spec(check: str, tree: Path):
