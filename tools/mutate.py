@@ -17,10 +17,13 @@ the checks that must notice.  For each mutant this script
   4. runs the checks and records which tests failed.
 
 Before any mutant, the same checks run on an unmutated scratch copy (the
-control): they must pass there, or "killed" would mean nothing.  Each
-scratch and each build directory is new; only compiler outputs are shared,
-through ccache, whose key is the preprocessed source (compiler_cache()), so
-every unit that sees the mutated file is compiled anew.
+control): they must pass there, or "killed" would mean nothing.  The
+control's pytest checks of one interpreter run in one pytest session, each
+with its own selection and verdict (tools/mutate_control.py,
+Runner.control_pytest).  Each scratch and each build directory is new; only
+compiler outputs are shared, through ccache, whose key is the preprocessed
+source (compiler_cache(); inside the Debian unstable root, the root's own
+cache), so every unit that sees the mutated file is compiled anew.
 
 Checks (KILLED_BY in a mutant file):
   litmus         pytest tests/test_litmus.py: the per-line [litmus:TAG] order
