@@ -14,8 +14,10 @@ Runs once (marker ``mutate``), in the cp312-pyenv environment.
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -167,3 +169,70 @@ def test_a_pytest_check_stops_once_the_mutant_is_killed_as_named(tmp_path):
     assert session('["test_c", "test_d"]') == (1, ["test_c", "test_d"])
     assert session("[]") == (1, ["test_a"])
     assert session(None) == (1, ["test_a", "test_c", "test_d"])
+
+
+def test_the_control_session_selects_and_judges_each_check_as_its_own_session_would(tmp_path):
+    """tools/mutate.py's control runs an interpreter's pytest checks in one session
+    (tools/mutate_control.py): each check must select exactly the tests pytest
+    selects for its arguments alone, and pass, fail (naming its failing tests) or
+    error (no test ran) on its own tests only."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import mutate as tool
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_x.py").write_text(
+        "import pytest\n\n\ndef test_alpha_ok():\n    pass\n\n\ndef test_alpha_bad():\n"
+        "    assert False\n\n\ndef test_beta_ok():\n    pass\n\n\n"
+        '@pytest.mark.parametrize("v", [1], ids=["last-line"])\ndef test_param(v):\n    pass\n'
+    )
+    (tests / "test_y.py").write_text(
+        "import pytest\n\n\ndef test_gamma_ok():\n    pass\n\n\n"
+        'def test_skipped():\n    pytest.skip("skips on purpose")\n'
+    )
+    checks = {
+        "pytest:e:tests/test_x.py -k 'alpha and not bad'": "passed",
+        "pytest:e:tests/test_x.py tests/test_y.py -k 'beta or gamma'": "passed",
+        "pytest:e:-q tests/test_x.py -k alpha": "failed",
+        "pytest:e:tests/test_y.py -k skipped": "error",
+        "pytest:e:tests/test_x.py -k last-line": "passed",
+        "pytest:e:tests/test_y.py": "passed",
+    }
+    # Anything but files, -q and one -k runs in a session of its own.
+    assert tool.control_spec("pytest:e:tests/test_x.py::test_beta_ok", tmp_path) is None
+    assert tool.control_spec("pytest:e:tests/test_x.py -x", tmp_path) is None
+    specs = [tool.control_spec(c, tmp_path) for c in checks]
+    assert all(specs)
+    out = tmp_path / "report.json"
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(REPO / "tools"),
+        DC_MUTATE_CONTROL=json.dumps(specs),
+        DC_MUTATE_CONTROL_OUT=str(out),
+    )
+    paths = sorted({p for _, ps, _ in specs for p in ps})
+    p = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "mutate_control", *paths],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard: the session runs six trivial tests
+    )
+    assert p.returncode == 1, p.stdout + p.stderr  # test_alpha_bad fails
+    report = json.loads(out.read_text())
+    for check, _, _ in specs:
+        alone = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q"]
+            + [a for a in shlex.split(check.split(":", 2)[2]) if a != "-q"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,  # a hang guard
+        )
+        own = sorted(ln for ln in alone.stdout.splitlines() if "::" in ln)
+        assert own and sorted(report["selected"][check]) == own, check
+    results = tool.control_results(specs, report, "log")
+    assert [r.outcome for r in results] == list(checks.values())
+    failed = next(r for r in results if r.outcome == "failed")
+    assert failed.failing == ["tests/test_x.py::test_alpha_bad"]

@@ -43,7 +43,9 @@ tests marked docs, tools, hardware and soak only then (plain pytest skips them).
 `test` ends with one table row per job (each interpreter's suite, each
 run-once check) with its wall time and its CPU time (user + system of every
 process the job started and waited for: resource.getrusage(RUSAGE_CHILDREN)
-before and after), then the totals, builds included.  `--load N` keeps N
+before and after), then the totals, builds included and this command's own CPU time added; the
+same table and totals go to build/logs/test-summary.txt (and the totals, in
+seconds, to build/logs/test-summary.json).  `--load N` keeps N
 spinning processes (plain Python loops, one each) running for the whole
 command, the way `make repeat` loads the machine: `make test LOAD=8` is a
 loaded run; their own CPU time is not counted.
@@ -96,6 +98,9 @@ CCACHE_DIR = CACHE / "ccache"
 SID = REPO / "tools" / "sid-root.sh"
 SID_ROOT = CACHE / "sid-root"
 SID_VENVS = "/opt/deferred-cleanup/venvs"  # path inside the sid root
+# ccache's directory for the builds inside the sid root (a path inside the
+# root: it lives and goes with the root's compiler, like SID_VENVS).
+SID_CCACHE = "/opt/deferred-cleanup/ccache"
 BUILD = REPO / "build"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -407,19 +412,10 @@ def build(it: Interp, src_hash: str) -> None:
         f"{log.relative_to(REPO)})"
     )
     t0 = time.monotonic()
-    # ccache (a host program: not in the Debian root) hands back what an
-    # earlier build of the same sources for the same interpreter compiled,
-    # in this checkout or another (CCACHE_BASEDIR: paths relative to REPO).
-    cache = (
-        {}
-        if it.in_sid or shutil.which("ccache") is None
-        else {
-            "CMAKE_CXX_COMPILER_LAUNCHER": "ccache",
-            "CCACHE_DIR": str(CCACHE_DIR),
-            "CCACHE_BASEDIR": str(REPO),
-            "CCACHE_NOHASHDIR": "1",
-        }
-    )
+    # ccache hands back what an earlier build of the same sources for the same
+    # interpreter compiled, in this checkout or another (CCACHE_BASEDIR: paths
+    # relative to REPO).
+    cache = compiler_cache_env(it, REPO)
     run(
         in_env(
             it,
@@ -431,6 +427,40 @@ def build(it: Interp, src_hash: str) -> None:
     )
     stamp.write_text(want)
     say(f"{it.name}: built in {time.monotonic() - t0:.0f} s")
+
+
+def compiler_cache_env(it: Interp, basedir: Path) -> dict[str, str]:
+    """Environment that routes it's builds of the extension through ccache, or {}.
+
+    On the host the cache is CCACHE_DIR ($DC_CACHE/ccache); inside the Debian
+    unstable root, whose compiler is another program, it is SID_CCACHE, a
+    directory of the root itself (kept with the root, shared by every checkout;
+    ccache is in tools/sid-root.sh's package list).  ccache's key is the
+    preprocessed source, the compiler (its path, size and mtime) and its
+    arguments, so a changed file or a changed compiler is always compiled anew.
+    Called from any thread of this single-threaded tool; it only reads the
+    file system.
+
+    :param it: the interpreter whose build this is
+    :param basedir: CCACHE_BASEDIR: paths under it are hashed relative to it, so
+        two checkouts (or two mutate scratch trees) share their objects
+    :returns: the variables to add to the build's environment; {} when there
+        is no ccache where the build runs (the build is then only slower)
+    """
+    if it.in_sid:
+        if not (SID_ROOT / "usr" / "bin" / "ccache").exists():
+            return {}
+        cache_dir = SID_CCACHE
+    elif shutil.which("ccache") is None:
+        return {}
+    else:
+        cache_dir = str(CCACHE_DIR)
+    return {
+        "CMAKE_CXX_COMPILER_LAUNCHER": "ccache",
+        "CCACHE_DIR": cache_dir,
+        "CCACHE_BASEDIR": str(basedir),
+        "CCACHE_NOHASHDIR": "1",
+    }
 
 
 def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None = None) -> list:
@@ -991,18 +1021,41 @@ def _cmd_test(a) -> int:
         "CPU min",
     )
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    print()
-    for r in [head, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
-    for line in aborts:
-        print(f"ABORTED {line}")
-    print(f"{tp} passed, {tf} failed, {ts} skipped")
-    print(
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
+    lines += [f"ABORTED {line}" for line in aborts]
+    lines.append(f"{tp} passed, {tf} failed, {ts} skipped")
+    # This command's own CPU time too (the tables' rows count children only).
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    total_cpu += own.ru_utime + own.ru_stime
+    lines.append(
         f"total: {fmt_min(total_wall)} min wall, {fmt_min(total_cpu)} min CPU "
-        f"(user + system of every process this command waited for"
+        f"(user + system of this command and every process it waited for"
         + (f"; {a.load} busy processes not counted" if a.load else "")
         + f"; 1-min load average at the end {os.getloadavg()[0]:.1f})"
     )
+    print()
+    print("\n".join(lines))
+    # The same summary in a file, for notes that quote a run's cost: the table
+    # and totals as printed, and the totals as numbers (seconds).
+    logs = BUILD / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "test-summary.txt").write_text("\n".join(lines) + "\n")
+    (logs / "test-summary.json").write_text(
+        json.dumps(
+            {
+                "wall_s": round(total_wall, 1),
+                "cpu_s": round(total_cpu, 1),
+                "passed": tp,
+                "failed": tf,
+                "skipped": ts,
+                "load": a.load,
+                "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    say(f"summary written to {(logs / 'test-summary.txt').relative_to(REPO)} (and .json)")
     bad = tf > 0 or tp == 0 or (IN_CI and missing)
     return 1 if bad else 0
 

@@ -17,10 +17,13 @@ the checks that must notice.  For each mutant this script
   4. runs the checks and records which tests failed.
 
 Before any mutant, the same checks run on an unmutated scratch copy (the
-control): they must pass there, or "killed" would mean nothing.  Each
-scratch and each build directory is new; only compiler outputs are shared,
-through ccache, whose key is the preprocessed source (compiler_cache()), so
-every unit that sees the mutated file is compiled anew.
+control): they must pass there, or "killed" would mean nothing.  The
+control's pytest checks of one interpreter run in one pytest session, each
+with its own selection and verdict (tools/mutate_control.py,
+Runner.control_pytest).  Each scratch and each build directory is new; only
+compiler outputs are shared, through ccache, whose key is the preprocessed
+source (compiler_cache(); inside the Debian unstable root, the root's own
+cache), so every unit that sees the mutated file is compiled anew.
 
 Checks (KILLED_BY in a mutant file):
   litmus         pytest tests/test_litmus.py: the per-line [litmus:TAG] order
@@ -629,10 +632,115 @@ class Runner:
             build_log,
             hang_guard(900),  # the build (about 40 s idle)
             cwd=tree,
-            env=dict(os.environ, **({} if it.in_sid else compiler_cache())),
+            # On the host, compiler_cache(); inside the Debian unstable root, the
+            # root's own ccache (tools/matrix.py's compiler_cache_env).
+            env=dict(
+                os.environ,
+                **(mx.compiler_cache_env(it, OUT) if it.in_sid else compiler_cache()),
+            ),
         )
 
-    def _run_pytest(self, it, env_name, args, tree, logs, check, mutant, site, build_log):
+    def control_pytest(self, env_name: str, checks: list[str], tree: Path, logs: Path):
+        """The control's pytest checks of one interpreter in one pytest session.
+
+        Each check keeps its own selection (its files and its ``-k``, applied
+        by tools/mutate_control.py with pytest's own matcher) and gets its own
+        CheckResult: passed when every test it selects passed or skipped and
+        at least one passed, as a session of its own would.  A test that
+        several checks select runs once.  Checks whose arguments are not
+        plain files, ``-q`` and ``-k`` run in sessions of their own, and so do
+        all of them when the shared session ends in anything but a pass or a
+        test failure (its exit status, or no report): the control is never
+        weaker than one session per check.
+
+        :param env_name: the interpreter (a tools/matrix.py name)
+        :param checks: KILLED_BY texts ``pytest:ENV:ARGS`` of that interpreter
+        :param tree: the unmutated scratch tree
+        :param logs: the control's log directory
+        :returns: one CheckResult per check, in the order given
+        """
+        specs, alone = [], []
+        for check in checks:
+            spec = control_spec(check, tree)
+            (specs.append(spec) if spec else alone.append(check))
+        results: dict[str, CheckResult] = {}
+        if len(specs) > 1:
+            t0 = time.monotonic()
+            batch = self._control_batch(env_name, specs, tree, logs)
+            share = (time.monotonic() - t0) / len(specs)
+            if batch is None:
+                alone = checks
+            else:
+                for r in batch:
+                    r.seconds = share
+                    results[r.check] = r
+        else:
+            alone = checks
+        for check in alone:
+            if check not in results:
+                results[check] = self.run_check(check, tree, logs)
+        return [results[c] for c in checks]
+
+    def _control_batch(self, env_name, specs, tree: Path, logs: Path):
+        """One session for specs ([check, paths, k]); CheckResults, or None when
+        the session itself failed (then each check runs alone)."""
+        it = self.env(env_name)
+        site = tree / "build" / f"site-{env_name}"
+        build_log = logs / f"{env_name}-build.log"
+        if (str(tree), env_name) not in self._built:
+            rc, _ = self._build_extension(it, tree, env_name, build_log)
+            if rc != 0:
+                return None  # each check reports the failed build itself
+            self._built.add((str(tree), env_name))
+        out_json = logs / f"{env_name}-control.json"
+        out_json.parent.mkdir(parents=True, exist_ok=True)
+        out_json.unlink(missing_ok=True)
+        paths = sorted({p for _, ps, _ in specs for p in ps})
+        # The plugin alone on the path (not all of tools/, whose modules the
+        # tests must not import by accident).
+        plugin_dir = tree / "build" / "mutate-control-plugin"
+        plugin_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(tree / "tools" / "mutate_control.py", plugin_dir / "mutate_control.py")
+        extra = {
+            "PYTHONPATH": f"{site}{os.pathsep}{plugin_dir}",
+            "DC_MUTATE_CONTROL": json.dumps(specs),
+            "DC_MUTATE_CONTROL_OUT": str(out_json),
+        }
+        r = self._run_pytest(
+            it,
+            env_name,
+            shlex.join(["-p", "mutate_control", *paths]),
+            tree,
+            logs,
+            f"pytest:{env_name}:(control, {len(specs)} checks in one session)",
+            None,
+            site,
+            build_log,
+            extra_env=extra,
+            timeout_s=PYTEST_TIMEOUT_S * 2,
+        )
+        if r.outcome == "error" or not out_json.exists():
+            say(
+                f"  control: the shared {env_name} session failed ({r.detail[:200]}); "
+                "each check runs alone"
+            )
+            return None
+        return control_results(specs, json.loads(out_json.read_text()), r.log)
+
+    def _run_pytest(
+        self,
+        it,
+        env_name,
+        args,
+        tree,
+        logs,
+        check,
+        mutant,
+        site,
+        build_log,
+        extra_env=None,
+        timeout_s=PYTEST_TIMEOUT_S,
+    ):
         """Run one pytest check against tree's built extension; its CheckResult."""
         mx = self.matrix()
         env = dict(
@@ -650,6 +758,7 @@ class Runner:
             # unchanged: the check must fail, with every KILLING_TESTS entry
             # among its failures.  The control runs every test.
             env["DC_MUTATE_STOP_AFTER"] = json.dumps(list(mutant.killing_tests))
+        env.update(extra_env or {})
         # The tests must import this scratch's build, not the venv's own.
         where = subprocess.run(
             mx.in_env(it, [it.py, "-c", "import deferred_cleanup._native as n; print(n.__file__)"]),
@@ -668,8 +777,9 @@ class Runner:
                 str(build_log),
                 f"the scratch build is not the one imported: {native or where.stderr[-400:]}",
             )
-        xml = logs / f"{env_name}.xml"
-        log = logs / f"{env_name}.log"
+        tag = env_name if extra_env is None else f"{env_name}-control"
+        xml = logs / f"{tag}.xml"
+        log = logs / f"{tag}.log"
         rc, out = run_logged(
             mx.in_env(
                 it,
@@ -686,11 +796,58 @@ class Runner:
                 ],
             ),
             log,
-            hang_guard(PYTEST_TIMEOUT_S),
+            hang_guard(timeout_s),
             cwd=tree,
             env=env,
         )
         return self.pytest_outcome(check, rc, xml, log, out)
+
+
+def control_results(specs: list, report: dict, log: str) -> list[CheckResult]:
+    """One CheckResult per spec from tools/mutate_control.py's report.
+
+    :param specs: ``[check, paths, k]`` as given to the shared session
+    :param report: the plugin's DC_MUTATE_CONTROL_OUT file, parsed
+    :param log: the shared session's log, named by every result
+    :returns: per check, in specs' order: ``failed`` naming the node ids of
+        its tests that failed; ``error`` when none of its tests passed (it
+        selected none, or all were skipped: "pytest ran no test", as for a
+        session of its own); else ``passed``
+    """
+    outcomes = report["outcomes"]
+    results = []
+    for check, _, _ in specs:
+        ids = report["selected"].get(check, [])
+        failing = [i for i in ids if outcomes.get(i) == "failed"]
+        if failing:
+            results.append(CheckResult(check, "failed", failing, 0, log))
+        elif not any(outcomes.get(i) == "passed" for i in ids):
+            results.append(CheckResult(check, "error", [], 0, log, "pytest ran no test"))
+        else:
+            results.append(CheckResult(check, "passed", [], 0, log))
+    return results
+
+
+def control_spec(check: str, tree: Path):
+    """[check, paths, k] for tools/mutate_control.py, or None when check's
+    arguments are anything but test files, ``-q`` and one ``-k EXPR``."""
+    if not check.startswith("pytest:"):
+        return None
+    args = shlex.split(check.split(":", 2)[2])
+    paths, expr, i = [], None, 0
+    while i < len(args):
+        a = args[i]
+        if a == "-q":
+            pass
+        elif a == "-k" and i + 1 < len(args) and expr is None:
+            expr = args[i + 1]
+            i += 1
+        elif a.startswith("-") or "::" in a or not (tree / a).is_file():
+            return None
+        else:
+            paths.append(os.path.normpath(a))
+        i += 1
+    return [check, paths, expr] if paths else None
 
 
 # ---------------------------------------------------------------- the run
@@ -1040,7 +1197,19 @@ def main() -> int:
     say(f"control: the unmutated tree must pass {', '.join(all_checks)}")
     t0 = time.monotonic()
     tree = make_scratch("_control", source)
-    control_results = [runner.run_check(c, tree, logs_root / "_control") for c in all_checks]
+    # The pytest checks of one interpreter share one session (Runner.control_pytest).
+    by_env: dict[str, list[str]] = {}
+    for c in all_checks:
+        if c.startswith("pytest:"):
+            by_env.setdefault(c.split(":", 2)[1], []).append(c)
+    done: dict[str, CheckResult] = {}
+    for env_name, checks in by_env.items():
+        for r in runner.control_pytest(env_name, checks, tree, logs_root / "_control"):
+            done[r.check] = r
+    control_results = [
+        done[c] if c in done else runner.run_check(c, tree, logs_root / "_control")
+        for c in all_checks
+    ]
     bad = [r for r in control_results if r.outcome != "passed"]
     control = {
         "status": "passed" if not bad else "FAILED",

@@ -18,9 +18,21 @@ ROOT=$CACHE/sid-root
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PKGS="python3.13-dev python3.13-venv python3.14-dev python3.14-venv python3.14-dbg
 python3.15-dev python3.15-venv g++ cmake ninja-build make git ca-certificates
-python3-pytest pybind11-dev herdtools7 cbmc spin"
-STAMP=$ROOT/.deferred-cleanup-stamp
-WANT="v1 $(echo $PKGS)"
+python3-pytest pybind11-dev herdtools7 cbmc spin ccache"
+# The stamp's version is in its file name: v2 added ccache (tools/matrix.py's
+# builds inside the root go through it, with its cache in the root's
+# /opt/deferred-cleanup/ccache).  A root provisioned by an older version is
+# brought up to date once, in place: only the packages it lacks are installed
+# (--no-upgrade, from the package lists it already has when they still serve),
+# so what a concurrent run uses is not replaced.  The v1 stamp
+# (.deferred-cleanup-stamp) is left as it is, so a checkout that still runs
+# the v1 script keeps reusing the root instead of provisioning it again.
+STAMP=$ROOT/.deferred-cleanup-stamp.v2
+WANT="v2 $(echo $PKGS)"
+# Provisioning holds this lock (flock): two checkouts that find the same old
+# stamp take turns instead of racing for dpkg's lock; the second one then
+# finds the stamp current.
+LOCK=$CACHE/sid-root.lock
 
 say() { printf '[sid-root] %s\n' "$*" >&2; }
 
@@ -41,10 +53,23 @@ mirror() {
   echo "${m%/}"
 }
 
+stamp_current() { [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; }
+
 provision() {
   need_root
-  if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$WANT" ]; then
+  if stamp_current; then
     say "reusing $ROOT"
+    return 0
+  fi
+  mkdir -p "$CACHE"
+  exec 9>"$LOCK"
+  if ! flock -n 9; then
+    say "another run is provisioning $ROOT; waiting for it (lock $LOCK)"
+    flock 9
+  fi
+  if stamp_current; then
+    say "reusing $ROOT (provisioned by the run we waited for)"
+    exec 9>&-
     return 0
   fi
   if ! command -v debootstrap >/dev/null; then
@@ -65,9 +90,19 @@ provision() {
   say "apt-get install in the root (about a minute, ~1.5 GB): $(echo $PKGS)"
   # Finish any configuration an interrupted earlier run left undone.
   in_root_raw env DEBIAN_FRONTEND=noninteractive dpkg --configure -a >&2 || true
-  in_root_raw env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-  in_root_raw env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $PKGS >&2
+  # --no-upgrade: a package already installed is kept as it is (an old root
+  # only gains what its stamp lacks); a new root gets everything.  An old
+  # root first tries its own package lists (the versions it was made from);
+  # only when they no longer serve are they updated.
+  local install="env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends --no-upgrade"
+  if compgen -G "$ROOT/.deferred-cleanup-stamp*" >/dev/null && in_root_raw $install $PKGS >&2; then
+    :
+  else
+    in_root_raw env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+    in_root_raw $install $PKGS >&2
+  fi
   echo "$WANT" > "$STAMP"
+  exec 9>&-
   say "ready: $ROOT"
 }
 
