@@ -3,10 +3,10 @@
 
 FILE = "src/cpython/host.cpp"
 FIND = """\
-  PyErr_WriteUnraisable(nullptr);
+  if (PyErr_Occurred()) g_interrupts.report(nullptr);  // kept, or sys.unraisablehook
 """
 REPLACE = """\
-  PyErr_Clear();  // MUTANT: dropped
+  if (PyErr_Occurred()) PyErr_Clear();  // MUTANT: dropped, not reported
 """
 PROPERTY = "any other exception a cleanup leaves set goes to sys.unraisablehook"
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py"]
