@@ -85,7 +85,7 @@ class InterruptRule {
   int restore_kept() noexcept;
 
   InterruptCounters counters_;
-  int depth_ = 0;  // cleanups running now, nested ones included
+  int depth_ = 0;             // cleanups running now, nested ones included
   PyObject* type_ = nullptr;  // the kept interrupt (strong references) or nullptr
   PyObject* value_ = nullptr;
   PyObject* tb_ = nullptr;
