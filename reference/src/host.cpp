@@ -95,7 +95,7 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
   (void)
       fn;  // always the variant's pending_call<P> (g_core_pending_call), called by host_trampoline
   // Announces us to the backstop's wait (seq_cst; see g_in_host).
-  g_in_host.fetch_add(1, std::memory_order_seq_cst);
+  deferred_cleanup::cpython::detail::enter_host_call(g_in_host);
   // Written once by the backstop (seq_cst).
   if (g_torn_down.load(std::memory_order_seq_cst)) {
     // Statistics only: a call into CPython after teardown (the hazard).
@@ -110,7 +110,7 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
   }
   const int rc = guarded_add_pending_call(&host_trampoline, arg);  // host_pep788.cpp
   // Read by the backstop's wait.
-  g_in_host.fetch_sub(1, std::memory_order_release);
+  deferred_cleanup::cpython::detail::leave_host_call(g_in_host);
   return rc;
 }
 

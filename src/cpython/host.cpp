@@ -30,12 +30,10 @@ InterruptRule g_interrupts{make_interrupt_counters()};
 int trampoline(void* arg);
 
 int host_add_pending_call(PendingCallFn, void* arg) {
-  // Announces us to the backstop's wait (seq_cst: pairs with its store of
-  // torn_down then load of in_host, a store-buffering pair).
-  g.in_host.fetch_add(1, std::memory_order_seq_cst);
+  enter_host_call(g.in_host);  // announces us to the backstop's wait (host_threads.hpp)
   // Py_AddPendingCall needs no thread state (Python/ceval_gil.c, v3.12.0).
   const int rc = Py_AddPendingCall(&trampoline, arg);
-  g.in_host.fetch_sub(1, std::memory_order_release);  // read by the backstop's wait
+  leave_host_call(g.in_host);
   return rc;
 }
 

@@ -14,6 +14,9 @@
 //             reference module (runtime.hpp)
 //   interrupt.cpp  the interrupt rule, shared with the reference module
 //             (interrupt.hpp)
+//   host_threads.cpp  producers inside Py_AddPendingCall, the backstop's
+//             wait, the fork reset, shared with the reference module
+//             (host_threads.hpp)
 #pragma once
 
 #include <Python.h>
@@ -26,6 +29,7 @@
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "deferred_cleanup/scheduling.hpp"
+#include "host_threads.hpp"
 #include "interrupt.hpp"
 #include "runtime.hpp"
 
