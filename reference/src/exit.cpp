@@ -206,8 +206,7 @@ void backstop() {
         std::chrono::nanoseconds(std::max<std::int64_t>(0, deadline - now_ns())));
   };
   for (auto& d : all) d->wait_idle(left());
-  while (g_in_host.load(std::memory_order_seq_cst) != 0 && left().count() > 0)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  deferred_cleanup::cpython::detail::wait_for_host_calls(g_in_host, deadline);  // host library's
   with_queue([](auto& q) { backstop_at_exit(q); });
   if (g_stats_path[0] != '\0') write_stats_json(g_stats_path, start);
   // Drivers in `late`/`all` are leaked on purpose: destroying one here could

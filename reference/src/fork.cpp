@@ -20,17 +20,14 @@ namespace deferred_cleanup::host {
 namespace {
 
 void after_fork_child() {
-  const unsigned long me = PyThread_get_thread_ident();
-  const bool same = me == g_main_ident;
-  g_main_ident = me;  // the forking thread is the child's main thread
-  // A producer that was inside Py_AddPendingCall at the fork is not in the
-  // child (the backstop would wait for it to its bound).  One thread here.
-  g_in_host.store(0, std::memory_order_relaxed);
-  if (g_in_pending_call && !same) {
+  // The thread-bound state: the host library's reset (src/cpython/host_threads.hpp).
+  const auto child = deferred_cleanup::cpython::detail::reset_threads_after_fork(
+      g_main_ident, g_in_host, g_in_pending_call);
+  const bool same = child.same_thread;
+  if (child.left_pending_call) {
     // CPython may never run a pending call in this child (see
     // g_in_pending_call); entry points still drain directly (reference).
     g_counters.forks_in_pending_call.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    g_in_pending_call = false;
   }
   with_queue([same](auto& q) { q.reset_after_fork(same); });
   std::vector<std::shared_ptr<SimulatedDriver>> all;

@@ -19,10 +19,11 @@
 // where the outermost drain was entered (the pending call returns -1 with it
 // set, so CPython raises it in the interrupted code; an entry point raises
 // it; in CPython's exit-time flush, with no frame, the exit hook does).  A
-// pending call or entry point that runs inside a cleanup (g_cleanup_depth >
-// 0) delivers nothing: raising there would hand the exception to that
-// cleanup, or to a hook that drops it.  Later ones of the same drain go to
-// sys.unraisablehook (interrupts_unraisable); other exceptions too.
+// pending call or entry point that runs inside a cleanup delivers nothing:
+// raising there would hand the exception to that cleanup, or to a hook that
+// drops it.  Later ones of the same drain go to sys.unraisablehook
+// (interrupts_unraisable); other exceptions too.  The rule itself is the host
+// library's (src/cpython/interrupt.hpp), which both hosts share.
 #include "host.hpp"
 
 #include <pybind11/pybind11.h>
@@ -94,7 +95,7 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
   (void)
       fn;  // always the variant's pending_call<P> (g_core_pending_call), called by host_trampoline
   // Announces us to the backstop's wait (seq_cst; see g_in_host).
-  g_in_host.fetch_add(1, std::memory_order_seq_cst);
+  deferred_cleanup::cpython::detail::enter_host_call(g_in_host);
   // Written once by the backstop (seq_cst).
   if (g_torn_down.load(std::memory_order_seq_cst)) {
     // Statistics only: a call into CPython after teardown (the hazard).
@@ -109,7 +110,7 @@ int host_add_pending_call(PendingCallFn fn, void* arg) {
   }
   const int rc = guarded_add_pending_call(&host_trampoline, arg);  // host_pep788.cpp
   // Read by the backstop's wait.
-  g_in_host.fetch_sub(1, std::memory_order_release);
+  deferred_cleanup::cpython::detail::leave_host_call(g_in_host);
   return rc;
 }
 
@@ -121,46 +122,27 @@ bool host_finalizing() {
 
 // ---------------------------------------------------------------- deferred interrupts
 
-// The first KeyboardInterrupt/SystemExit raised by a cleanup, not yet
-// delivered (a strong reference; main thread, GIL held).
-PyObject* g_deferred_type = nullptr;
-PyObject* g_deferred_value = nullptr;
-PyObject* g_deferred_tb = nullptr;
-// Cleanups running now, nested ones included (main thread, GIL held).
-int g_cleanup_depth = 0;
+// The interrupt rule, the host library's (src/cpython/interrupt.hpp), counted
+// into this module's counters (interrupts_unraisable counts only the later
+// interrupts of a drain, not every unraisable error).
+using deferred_cleanup::cpython::detail::InterruptCounters;
+using deferred_cleanup::cpython::detail::InterruptRule;
 
-bool take_deferred(PyObject** type, PyObject** value, PyObject** tb) {
-  if (g_deferred_type == nullptr) return false;
-  *type = g_deferred_type;
-  *value = g_deferred_value;
-  *tb = g_deferred_tb;
-  g_deferred_type = g_deferred_value = g_deferred_tb = nullptr;
-  return true;
+InterruptCounters make_interrupt_counters() {
+  InterruptCounters c;
+  c.delivered = &g_counters.deferred_interrupts;
+  c.later_interrupts = &g_counters.interrupts_unraisable;
+  c.held_at_flush = &g_counters.interrupts_held_at_flush;
+  return c;
 }
+InterruptRule g_interrupts{make_interrupt_counters()};
 
-// Whether Python code runs on this thread (a frame to raise into): the
-// host library's (src/cpython/runtime.hpp), as its own host asks it.
-using deferred_cleanup::cpython::detail::python_frame_running;
+/// Host::after_drain: the rule's (main thread, GIL held).
+int host_after_drain() { return g_interrupts.after_drain(); }
 
-int host_after_drain() {
-  PyObject *t = nullptr, *v = nullptr, *tb = nullptr;
-  if (g_cleanup_depth > 0) return 0;  // inside a cleanup: the outermost drain delivers it
-  if (g_deferred_type == nullptr) return 0;
-  if (!python_frame_running()) {
-    // CPython's exit-time flush: _Py_FinishPendingCalls turns a -1 into
-    // PyErr_BadInternalCall() chained to our exception and prints it
-    // ("SystemError: ... bad argument to internal function"; Python/ceval.c
-    // v3.10.0 and v3.11.0, Python/ceval_gil.c v3.12.0 and v3.13.0).  Keep
-    // it: the exit hook of the atexit phase, which runs after the flush,
-    // raises it (a comparison variant's end-of-atexit hook too).
-    g_counters.interrupts_held_at_flush.fetch_add(1, std::memory_order_relaxed);  // statistics
-    return 0;
-  }
-  take_deferred(&t, &v, &tb);
-  g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  PyErr_Restore(t, v, tb);  // CPython raises it in the interrupted code
-  return -1;
-}
+/// Host::stop_drain: the rule's; the exit sequence never stops early (main
+/// thread, GIL held).
+bool host_stop_drain() { return g_interrupts.stop_drain(g_exit_sequence_running); }
 
 /// Save and restore the current exception around a cleanup, so a drain run
 /// from a pending call or an entry point never clobbers or leaks one.
@@ -169,38 +151,6 @@ struct SavedError {
   SavedError() { PyErr_Fetch(&type, &value, &tb); }
   ~SavedError() { PyErr_Restore(type, value, tb); }
 };
-
-/// Report the current exception of a cleanup: KeyboardInterrupt and
-/// SystemExit are kept for delivery after the drain; others are unraisable.
-void report_cleanup_error(PyObject* where) {
-  if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
-    if (g_deferred_type == nullptr) {
-      PyErr_Fetch(&g_deferred_type, &g_deferred_value, &g_deferred_tb);
-      PyErr_NormalizeException(&g_deferred_type, &g_deferred_value, &g_deferred_tb);
-      return;
-    }
-    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  }
-  PyErr_WriteUnraisable(where);
-}
-
-/// Host::stop_drain: after each cleanup of a drain, run CPython's signal
-/// handlers (so a SIGINT between cleanups that run no bytecode is seen at
-/// once), then stop when a KeyboardInterrupt or SystemExit waits to be
-/// delivered and this drain can deliver it now: outermost (not inside a
-/// cleanup), not the exit sequence (which releases everything), and with a
-/// Python frame to raise into (not CPython's exit-time flush).  Main thread,
-/// GIL held; a signal handler's exception is kept or reported as a
-/// cleanup's (report_cleanup_error).  Source: PyErr_CheckSignals,
-/// Doc/c-api/exceptions.rst (long-running C code should call it).
-bool host_stop_drain() {
-  if (g_cleanup_depth > 0 || g_exit_sequence_running) return false;
-  {
-    SavedError saved;
-    if (PyErr_CheckSignals() < 0) report_cleanup_error(nullptr);
-  }
-  return g_deferred_type != nullptr && python_frame_running();
-}
 
 std::set<unsigned long>
     g_destructor_threads;  // main thread only (GIL): distinct destructor threads
@@ -226,22 +176,22 @@ void py_cleanup(void* arg) noexcept {
       // Out of memory while recording a statistic: skip the statistic.
     }
   }
-  ++g_cleanup_depth;  // main thread, GIL held
+  g_interrupts.begin_cleanup();  // main thread, GIL held
   {
     SavedError saved;
     if (p->finalizer != nullptr) {
       PyObject* r = PyObject_CallOneArg(p->finalizer, p->obj);
       if (r == nullptr) {
-        report_cleanup_error(p->finalizer);  // kept or reported; host_stop_drain decides
+        g_interrupts.report(p->finalizer);  // kept or reported; host_stop_drain decides
       } else {
         Py_DECREF(r);
       }
     }
     Py_DECREF(p->obj);  // may run __del__; CPython reports its errors itself
     Py_XDECREF(p->finalizer);
-    if (PyErr_Occurred()) report_cleanup_error(nullptr);
+    if (PyErr_Occurred()) g_interrupts.report(nullptr);
   }
-  --g_cleanup_depth;
+  g_interrupts.end_cleanup();
   delete p;
   g_counters.last_cleanup_ns.store(now_ns(), std::memory_order_relaxed);  // statistics only
 }
@@ -387,12 +337,8 @@ void release_uncreated(PyPayload* p) {
 }
 
 void raise_deferred_interrupt() {
-  PyObject *t, *v, *tb;
-  if (g_cleanup_depth > 0) return;  // inside a cleanup: the outermost drain raises it
-  if (!take_deferred(&t, &v, &tb)) return;
-  g_counters.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  PyErr_Restore(t, v, tb);
-  throw py::error_already_set();
+  // The rule's delivery (nothing inside a cleanup; counted there).
+  if (g_interrupts.deliver() != 0) throw py::error_already_set();
 }
 
 void entry() {

@@ -41,7 +41,9 @@
 #include "deferred_cleanup/driver.hpp"
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/queue.hpp"
-#include "cpython/runtime.hpp"  // src/cpython: the host library's shared rules
+#include "cpython/host_threads.hpp"  // src/cpython: the host library's producer count, fork reset
+#include "cpython/interrupt.hpp"     // src/cpython: the host library's interrupt rule
+#include "cpython/runtime.hpp"       // src/cpython: the host library's shared rules
 #include "drivers.hpp"
 
 namespace deferred_cleanup::host {

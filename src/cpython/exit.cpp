@@ -107,6 +107,9 @@ int call_with_function(const char* module, const char* method, PyMethodDef* def)
   return 0;
 }
 
+/// How long the backstop waits for producers inside Py_AddPendingCall.
+constexpr std::int64_t kBackstopWaitNs = 5'000'000'000;  // 5 s
+
 /// The Py_AtExit backstop.  The thread running Py_FinalizeEx, after the
 /// interpreter is gone: no Python API.
 void backstop() {
@@ -114,8 +117,7 @@ void backstop() {
   Queue& q = *g.queue;
   q.close();  // already closed by the exit sequence unless it never ran
   q.mark_host_dead();
-  for (int i = 0; i < 5000 && g.in_host.load(std::memory_order_seq_cst) != 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // bounded: 5 s
+  wait_for_host_calls(g.in_host, now_ns() + kBackstopWaitNs);  // bounded (host_threads.hpp)
   backstop_at_exit(q);  // counts the leaked items, touches none
 }
 

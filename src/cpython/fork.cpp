@@ -13,11 +13,9 @@ namespace {
 
 /// Thread: the child's only thread, GIL held (os.register_at_fork).
 PyObject* after_fork_child(PyObject*, PyObject*) {
-  const unsigned long me = PyThread_get_thread_ident();
-  const bool same = me == g.main_ident;
-  g.main_ident = me;                              // the forking thread is the child's main thread
-  g.in_host.store(0, std::memory_order_relaxed);  // one thread in the child
-  if (!same) g.in_pending_call = false;
+  // The thread-bound state (host_threads.hpp), then the queue's.
+  const bool same =
+      reset_threads_after_fork(g.main_ident, g.in_host, g.in_pending_call).same_thread;
   g.queue->reset_after_fork(same);
   if (!g.queue->empty_snapshot()) retry_schedule(*g.queue);
   Py_RETURN_NONE;

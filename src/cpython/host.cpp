@@ -5,16 +5,11 @@
 // (reference/src/host.cpp), on the plain C API, for one queue of the
 // reference policy per extension.
 //
-// The interrupt rule: the first KeyboardInterrupt/SystemExit a cleanup
-// raises (or a signal handler run between two cleanups) is kept and the
-// drain stops after that cleanup (host_stop_drain; drain.hpp puts the rest
-// back on the queue, in order, with a pending call re-armed, so each still
-// runs exactly once); it is raised where the outermost drain was entered:
-// the pending call returns -1 with it set (CPython raises it in the
-// interrupted code), dc_entry()/dc_drain_now() return -1 with it set.  In
-// CPython's exit-time flush, where no Python frame runs, it is held and the
-// exit sequence raises it (host_after_drain).  Later ones of the same drain
-// go to sys.unraisablehook.
+// The interrupt rule is interrupt.hpp's, shared with the reference module:
+// the first KeyboardInterrupt/SystemExit of a drain stops it and is raised
+// where the outermost drain was entered (the pending call, dc_entry(),
+// dc_drain_now() return -1 with it set; in CPython's exit-time flush the
+// exit sequence raises it); later ones go to sys.unraisablehook.
 #include <pthread.h>
 
 #include <chrono>
@@ -29,58 +24,35 @@ State g;
 
 namespace {
 
+InterruptCounters make_interrupt_counters();
+InterruptRule g_interrupts{make_interrupt_counters()};
+
 int trampoline(void* arg);
 
 int host_add_pending_call(PendingCallFn, void* arg) {
-  // Announces us to the backstop's wait (seq_cst: pairs with its store of
-  // torn_down then load of in_host, a store-buffering pair).
-  g.in_host.fetch_add(1, std::memory_order_seq_cst);
+  enter_host_call(g.in_host);  // announces us to the backstop's wait (host_threads.hpp)
   // Py_AddPendingCall needs no thread state (Python/ceval_gil.c, v3.12.0).
   const int rc = Py_AddPendingCall(&trampoline, arg);
-  g.in_host.fetch_sub(1, std::memory_order_release);  // read by the backstop's wait
+  leave_host_call(g.in_host);
   return rc;
 }
 
-// Cleanups running now (main thread, GIL held): a drain inside a cleanup
-// delivers nothing.
-int g_cleanup_depth = 0;
-PyObject *g_def_type = nullptr, *g_def_value = nullptr, *g_def_tb = nullptr;
-
-/// Host::after_drain (the pending call's return value).  Main thread, GIL
-/// held.  Without a Python frame (CPython's exit-time flush) the interrupt
-/// is held: on 3.10-3.13 _Py_FinishPendingCalls turns a pending call's -1
-/// into PyErr_BadInternalCall() chained to it ("SystemError: ... bad
-/// argument to internal function"; Python/ceval.c v3.10.0 and v3.11.0,
-/// Python/ceval_gil.c v3.12.0 and v3.13.0).  The exit sequence, which runs
-/// after the flush in the atexit phase, raises it.
-int host_after_drain() {
-  if (g_cleanup_depth > 0 || g_def_type == nullptr) return 0;
-  if (!python_frame_running()) {
-    g.interrupts_held_at_flush.fetch_add(1, std::memory_order_relaxed);  // statistics only
-    return 0;
-  }
-  return deliver_deferred_interrupt();
+// The interrupt rule (interrupt.hpp), counted into this host's statistics.
+InterruptCounters make_interrupt_counters() {
+  InterruptCounters c;
+  c.delivered = &g.deferred_interrupts;
+  c.unraisable = &g.unraisable;
+  c.held_at_flush = &g.interrupts_held_at_flush;
+  return c;
 }
 
-void report_cleanup_error();
+/// Host::after_drain (the pending call's return value): the interrupt rule's.
+/// Main thread, GIL held.
+int host_after_drain() { return g_interrupts.after_drain(); }
 
-/// Host::stop_drain: after each cleanup of a drain, run CPython's signal
-/// handlers (a SIGINT between cleanups that run no bytecode is seen at
-/// once), then stop when a KeyboardInterrupt/SystemExit waits and this drain
-/// can deliver it now: outermost (not inside a cleanup), not the exit
-/// sequence (which releases everything), and with a Python frame to raise
-/// into (not CPython's exit-time flush).  Main thread, GIL held; the current
-/// exception is saved around the handlers, and a handler's exception is
-/// kept or reported as a cleanup's.  Source: PyErr_CheckSignals,
-/// Doc/c-api/exceptions.rst (long-running C code should call it).
-bool host_stop_drain() {
-  if (g_cleanup_depth > 0 || g.exit_sequence_running) return false;
-  PyObject *t, *v, *tb;
-  PyErr_Fetch(&t, &v, &tb);
-  if (PyErr_CheckSignals() < 0) report_cleanup_error();
-  PyErr_Restore(t, v, tb);
-  return g_def_type != nullptr && python_frame_running();
-}
+/// Host::stop_drain: the interrupt rule's; the exit sequence never stops
+/// early.  Main thread, GIL held.
+bool host_stop_drain() { return g_interrupts.stop_drain(g.exit_sequence_running); }
 
 /// The Host the core calls (C++17: no designated initializers).
 Host make_core_host() {
@@ -105,20 +77,6 @@ int trampoline(void* arg) {
   return rc;
 }
 
-/// The cleanup error and interrupt rule, for the exception a cleanup left
-/// set.  Main thread, GIL held.
-void report_cleanup_error() {
-  if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
-    if (g_def_type == nullptr) {
-      PyErr_Fetch(&g_def_type, &g_def_value, &g_def_tb);
-      PyErr_NormalizeException(&g_def_type, &g_def_value, &g_def_tb);
-      return;
-    }
-  }
-  g.unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  PyErr_WriteUnraisable(nullptr);
-}
-
 /// The core's cleanup of every item: the user's cleanup with the current
 /// exception saved around it, then the rule, then free the item.
 void item_cleanup(void* arg) noexcept {
@@ -126,10 +84,10 @@ void item_cleanup(void* arg) noexcept {
   if (!is_main_thread()) g.cleaned_off_main.fetch_add(1, std::memory_order_relaxed);  // stats
   PyObject *t, *v, *tb;
   PyErr_Fetch(&t, &v, &tb);
-  ++g_cleanup_depth;
+  g_interrupts.begin_cleanup();
   it->fn(it->payload);
-  if (PyErr_Occurred()) report_cleanup_error();
-  --g_cleanup_depth;
+  if (PyErr_Occurred()) g_interrupts.report(nullptr);  // kept, or sys.unraisablehook
+  g_interrupts.end_cleanup();
   PyErr_Restore(t, v, tb);
   std::free(it);
 }
@@ -163,13 +121,7 @@ void note_finalizing() {
   if (g.queue != nullptr && finalizing_now() && g.queue->host_alive()) g.queue->mark_host_dead();
 }
 
-int deliver_deferred_interrupt() {
-  if (g_cleanup_depth > 0 || g_def_type == nullptr) return 0;
-  g.deferred_interrupts.fetch_add(1, std::memory_order_relaxed);  // statistics only
-  PyErr_Restore(g_def_type, g_def_value, g_def_tb);
-  g_def_type = g_def_value = g_def_tb = nullptr;
-  return -1;
-}
+int deliver_deferred_interrupt() { return g_interrupts.deliver(); }
 
 }  // namespace deferred_cleanup::cpython::detail
 

@@ -5,12 +5,18 @@
 // library is compiled into the user's extension with -fvisibility=hidden.
 //
 //   host.cpp  the pending-call trampoline, finalizing -> host dead, the
-//             cleanup error and interrupt rule, items, entry points, the C API
+//             host's interrupt rule (an InterruptRule), items, entry points,
+//             the C API
 //   exit.cpp  the atexit-phase exit sequence (step 0 and steps 1-3) and its
 //             registration, the Py_AtExit backstop
 //   fork.cpp  the fork() child handler
 //   runtime.cpp  the finalizing check and the frame test, shared with the
 //             reference module (runtime.hpp)
+//   interrupt.cpp  the interrupt rule, shared with the reference module
+//             (interrupt.hpp)
+//   host_threads.cpp  producers inside Py_AddPendingCall, the backstop's
+//             wait, the fork reset, shared with the reference module
+//             (host_threads.hpp)
 #pragma once
 
 #include <Python.h>
@@ -23,6 +29,8 @@
 #include "deferred_cleanup/drain.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "deferred_cleanup/scheduling.hpp"
+#include "host_threads.hpp"
+#include "interrupt.hpp"
 #include "runtime.hpp"
 
 struct dc_item {

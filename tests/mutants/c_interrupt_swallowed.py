@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The C-API host sends a cleanup's KeyboardInterrupt to sys.unraisablehook."""
 
-FILE = "src/cpython/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
   if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
-    if (g_def_type == nullptr) {
+    if (type_ == nullptr) {
 """
 REPLACE = """\
   if (false) {  // MUTANT: swallowed
-    if (g_def_type == nullptr) {
+    if (type_ == nullptr) {
 """
 PROPERTY = "KeyboardInterrupt and SystemExit (the first of a drain) are raised after the drain"
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py"]

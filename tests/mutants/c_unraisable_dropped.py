@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """The C-API host drops a cleanup's exception instead of reporting it."""
 
-FILE = "src/cpython/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
-  PyErr_WriteUnraisable(nullptr);
+  bump(counters_.unraisable);
+  PyErr_WriteUnraisable(where);
 """
 REPLACE = """\
+  bump(counters_.unraisable);
   PyErr_Clear();  // MUTANT: dropped
+  static_cast<void>(where);
 """
 PROPERTY = "any other exception a cleanup leaves set goes to sys.unraisablehook"
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py"]

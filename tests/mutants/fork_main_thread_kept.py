@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A fork() child keeps the parent's main thread as its main thread."""
 
-FILE = "reference/src/fork.cpp"
+FILE = "src/cpython/host_threads.cpp"
 FIND = """\
-  g_main_ident = me;  // the forking thread is the child's main thread
+  main_ident = me;  // the forking thread is the child's main thread
 """
 REPLACE = """\
   // MUTANT: the parent's main thread stays the main thread in the child

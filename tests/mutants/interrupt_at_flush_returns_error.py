@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The pending call returns -1 with the interrupt set also in CPython's exit-time flush."""
 
-FILE = "reference/src/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
   if (!python_frame_running()) {
-    // CPython's exit-time flush: _Py_FinishPendingCalls turns a -1 into
+    // CPython's exit-time flush: a -1 here would become a SystemError
 """
 REPLACE = """\
   if (false) {  // MUTANT: -1 also without a Python frame
-    // CPython's exit-time flush: _Py_FinishPendingCalls turns a -1 into
+    // CPython's exit-time flush: a -1 here would become a SystemError
 """
 PROPERTY = "a cleanup's KeyboardInterrupt/SystemExit in CPython's exit-time flush never becomes a SystemError"
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_exit.py -k exit_time_flush"]

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """An entry point inside a cleanup raises the saved KeyboardInterrupt/SystemExit there."""
 
-FILE = "reference/src/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
-  if (g_cleanup_depth > 0) return;  // inside a cleanup: the outermost drain raises it
+  if (depth_ > 0) return 0;  // inside a cleanup: the outermost drain raises it
 """
 REPLACE = """\
   // MUTANT: an entry point inside a cleanup delivers the saved interrupt to that cleanup

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A pending call that runs inside a cleanup delivers the saved KeyboardInterrupt/SystemExit there."""
 
-FILE = "reference/src/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
-  if (g_cleanup_depth > 0) return 0;  // inside a cleanup: the outermost drain delivers it
+  if (depth_ > 0) return 0;  // inside a cleanup: the outermost drain delivers it
 """
 REPLACE = """\
   // MUTANT: a nested pending call delivers the saved interrupt inside the running cleanup

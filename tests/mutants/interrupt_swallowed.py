@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """KeyboardInterrupt/SystemExit raised by a cleanup go to sys.unraisablehook."""
 
-FILE = "reference/src/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
   if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
 """

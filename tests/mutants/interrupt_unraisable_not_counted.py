@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A later interrupt reported to sys.unraisablehook is not counted."""
 
-FILE = "reference/src/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
-    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    bump(counters_.later_interrupts);  // a later interrupt of the drain
 """
 REPLACE = """\
     // MUTANT: interrupts_unraisable not counted

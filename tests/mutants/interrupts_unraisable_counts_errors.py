@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 """interrupts_unraisable counts every unraisable cleanup error, not only the later interrupts."""
 
-FILE = "reference/src/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
-    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    bump(counters_.later_interrupts);  // a later interrupt of the drain
   }
-  PyErr_WriteUnraisable(where);
+  bump(counters_.unraisable);
 """
 REPLACE = """\
   }
-  g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // MUTANT: any error
-  PyErr_WriteUnraisable(where);
+  bump(counters_.later_interrupts);  // MUTANT: any error
+  bump(counters_.unraisable);
 """
 PROPERTY = (
     "interrupts_unraisable counts the later interrupts of a drain reported to "

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """A second KeyboardInterrupt/SystemExit of one drain is dropped, not reported."""
 
-FILE = "reference/src/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
-    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    bump(counters_.later_interrupts);  // a later interrupt of the drain
   }
 """
 REPLACE = """\
-    g_counters.interrupts_unraisable.fetch_add(1, std::memory_order_relaxed);  // statistics only
+    bump(counters_.later_interrupts);  // a later interrupt of the drain
     PyErr_Clear();  // MUTANT: the later interrupt is dropped
     return;
   }

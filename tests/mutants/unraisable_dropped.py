@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """An ordinary exception of a cleanup is cleared instead of reported."""
 
-FILE = "reference/src/host.cpp"
+FILE = "src/cpython/interrupt.cpp"
 FIND = """\
   PyErr_WriteUnraisable(where);
 }
