@@ -32,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -319,3 +320,57 @@ def test_a_child_that_resets_its_count_at_fork_does_not_wait(probe):
     )
     assert r["status"] == 0, r
     assert r["child_s"] < bound_ms / 1000 / 2, f"the child waited out its exit bound: {r}"
+
+
+# ---------------------------------------------------------------- the exit wait (step 0)
+
+EXIT_WAIT_BOUND_MS = 60_000  # far beyond an exit that does not wait it out
+
+
+def _exit_run(probe: Path, code: str, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    """Run ``code`` (after ``import dc_capi_probe as probe``) in a fresh
+    interpreter and let it exit normally.
+
+    Returns:
+        tuple: the finished process and its wall time in seconds.
+    """
+    full = "import os, signal, sys, threading, time\nimport dc_capi_probe as probe\n"
+    full += textwrap.dedent(code)
+    e = dict(os.environ, PYTHONPATH=str(probe), **env)
+    e.pop("DC_SESSION_REPORT", None)
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, "-c", full], capture_output=True, text=True, env=e, timeout=HANG_GUARD_S
+    )
+    return p, time.monotonic() - t0
+
+
+def test_an_outstanding_callback_that_raises_is_reported_once_and_ends_the_wait(probe):
+    # outstanding() leaves ValueError set and returns 1 on every call.
+    p, seconds = _exit_run(
+        probe,
+        "probe.set_outstanding_raises(True)\n",
+        DC_CAPI_PROBE_EXIT_WAIT_MS=str(EXIT_WAIT_BOUND_MS),
+    )
+    # The host reports the exception and clears it: CPython's own exit then
+    # runs with a clear error state (left set, flushing stdout fails: 120).
+    assert p.returncode == 0, f"exit status {p.returncode}\n{p.stderr[-3000:]}"
+    assert p.stderr.count("outstanding() raised on purpose") == 1, p.stderr[-3000:]
+    assert "ValueError" in p.stderr, p.stderr[-3000:]
+    # A raising outstanding() counts as nothing due: the wait ends at once.
+    assert seconds < EXIT_WAIT_BOUND_MS / 1000 / 2, f"the exit waited out its bound: {seconds} s"
+
+
+def test_ctrl_c_during_the_exit_wait_ends_it_and_is_shown(probe):
+    # outstanding() says work is due for the whole bound; a daemon thread
+    # (alive in the atexit phase) sends SIGINT once the main module returned.
+    code = """
+        probe.set_outstanding(1)
+        def ctrl_c():
+            time.sleep(1.0)
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=ctrl_c, daemon=True).start()
+        """
+    p, seconds = _exit_run(probe, code, DC_CAPI_PROBE_EXIT_WAIT_MS=str(EXIT_WAIT_BOUND_MS))
+    assert "KeyboardInterrupt" in p.stderr, f"status {p.returncode}\n{p.stderr[-3000:]}"
+    assert seconds < EXIT_WAIT_BOUND_MS / 1000 / 2, f"Ctrl-C did not end the exit wait: {seconds} s"

@@ -22,9 +22,22 @@ namespace deferred_cleanup::cpython::detail {
 
 namespace {
 
+bool g_outstanding_failed = false;  // the user's outstanding() raised: not asked again
+
+/// Whether step 0 should go on waiting: items are queued, or the user's
+/// outstanding() says work is due.  An outstanding() that leaves an exception
+/// set counts as "none due" and is not asked again; its exception is reported
+/// (report_host_error), so the error state is clear when finalization runs.
 bool work_due() {
   if (!g.queue->empty_snapshot()) return true;
-  return g.opts.outstanding != nullptr && g.opts.outstanding(g.opts.outstanding_ctx) != 0;
+  if (g.opts.outstanding == nullptr || g_outstanding_failed) return false;
+  const std::uint64_t n = g.opts.outstanding(g.opts.outstanding_ctx);
+  if (PyErr_Occurred() != nullptr) {
+    g_outstanding_failed = true;
+    report_host_error();
+    return false;
+  }
+  return n != 0;
 }
 
 /// The exit sequence.  Main thread, GIL held (an atexit handler).  Its drains
@@ -39,11 +52,16 @@ PyObject* exit_sequence(PyObject*, PyObject*) {
   const std::int64_t start = now_ns();
   const std::int64_t bound = q.settings.exit_wait_ns.load(std::memory_order_relaxed);  // setting
   g.exit_sequence_running = true;  // releases everything: no early stop (host_stop_drain)
+  //    A KeyboardInterrupt/SystemExit (Ctrl-C, from a signal handler run
+  //    here or by a cleanup) ends the wait; steps 1-3 still run, and the
+  //    interrupt is raised at the end.
   for (;;) {
     drain_all(q);
-    if (!work_due() || now_ns() - start >= bound) break;
-    Py_BEGIN_ALLOW_THREADS std::this_thread::sleep_for(std::chrono::microseconds(500));
-    Py_END_ALLOW_THREADS
+    if (interrupt_kept() || !work_due() || now_ns() - start >= bound) break;
+    PyThreadState* ts = PyEval_SaveThread();  // the GIL released while it sleeps
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    PyEval_RestoreThread(ts);
+    if (PyErr_CheckSignals() != 0) report_host_error();  // Ctrl-C: kept, ends the wait
   }
   // 1.-3. Close, wait out the gate, final drain.
   shutdown_at_exit(q, kDefaultGateBound);

@@ -123,6 +123,10 @@ void note_finalizing() {
 
 int deliver_deferred_interrupt() { return g_interrupts.deliver(); }
 
+void report_host_error() { g_interrupts.report(nullptr); }
+
+bool interrupt_kept() { return g_interrupts.kept(); }
+
 }  // namespace deferred_cleanup::cpython::detail
 
 using namespace deferred_cleanup;

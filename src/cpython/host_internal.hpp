@@ -67,6 +67,15 @@ void note_finalizing();
 /// current exception; returns -1 then, else 0.  Main thread, GIL held.
 /// Delivers nothing inside a cleanup (the outermost drain does).
 int deliver_deferred_interrupt();
+/// The exception set now, raised by the host's own call into user code (the
+/// user's outstanding()) or by a signal handler: the interrupt rule's report
+/// (a first KeyboardInterrupt/SystemExit is kept, anything else goes to
+/// sys.unraisablehook); the error state is clear afterwards.  Main thread,
+/// GIL held, an exception set.
+void report_host_error();
+/// Whether a KeyboardInterrupt/SystemExit is kept, not yet delivered.  Main
+/// thread, GIL held.
+bool interrupt_kept();
 /// exit.cpp: register the atexit-phase sequence and the Py_AtExit backstop.
 /// Main thread, GIL held.  Returns -1 with an exception set on error.
 int register_exit();

@@ -80,6 +80,8 @@ class InterruptRule {
   /// interrupt set (no longer kept), or 0 when none is kept or a cleanup is
   /// running (the outermost drain delivers it).
   int deliver() noexcept;
+  /// Whether an interrupt is kept now (not yet delivered).
+  bool kept() const noexcept { return type_ != nullptr; }
 
  private:
   int restore_kept() noexcept;

@@ -28,8 +28,18 @@ static void release(void* obj) {
 
 static void nothing(void* p) { (void)p; }
 
+static int outstanding_raises;          /* set_outstanding_raises(): outstanding() raises */
+static unsigned long outstanding_calls; /* outstanding() calls (main thread, GIL held) */
+
+/* The user's outstanding(): the count set from Python, or, after
+ * set_outstanding_raises(True), ValueError left set (and a non-zero count). */
 static uint64_t report_outstanding(void* ctx) {
   (void)ctx;
+  ++outstanding_calls;
+  if (outstanding_raises) {
+    PyErr_SetString(PyExc_ValueError, "dc_capi_probe: outstanding() raised on purpose");
+    return 1;
+  }
   return atomic_load(&outstanding);
 }
 
@@ -151,6 +161,20 @@ static PyObject* set_outstanding(PyObject* self, PyObject* n) {
   Py_RETURN_NONE;
 }
 
+static PyObject* set_outstanding_raises(PyObject* self, PyObject* flag) {
+  (void)self;
+  int v = PyObject_IsTrue(flag);
+  if (v < 0) return NULL;
+  outstanding_raises = v;
+  Py_RETURN_NONE;
+}
+
+/* outstanding_calls() -> int: how often the host called outstanding(). */
+static PyObject* get_outstanding_calls(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  return PyLong_FromUnsignedLong(outstanding_calls);
+}
+
 /* counters() -> dict: the host's handed_off, its cleaned, and ours. */
 static PyObject* counters(PyObject* self, PyObject* unused) {
   (void)self, (void)unused;
@@ -174,6 +198,8 @@ static PyMethodDef methods[] = {
     {"payload_of", payload_of, METH_O, NULL},
     {"hand_off_and_fork", hand_off_and_fork, METH_O, NULL},
     {"set_outstanding", set_outstanding, METH_O, NULL},
+    {"set_outstanding_raises", set_outstanding_raises, METH_O, NULL},
+    {"outstanding_calls", get_outstanding_calls, METH_NOARGS, NULL},
     {"counters", counters, METH_NOARGS, NULL},
     {"drain_now", drain_now, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL}};

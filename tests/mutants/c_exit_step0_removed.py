@@ -3,10 +3,12 @@
 
 FILE = "src/cpython/exit.cpp"
 FIND = """\
-  return g.opts.outstanding != nullptr && g.opts.outstanding(g.opts.outstanding_ctx) != 0;
+  return n != 0;
+}
 """
 REPLACE = """\
-  return false;  // MUTANT: step 0 waits for nothing
+  return n != 0 && false;  // MUTANT: step 0 waits for nothing
+}
 """
 PROPERTY = "Step 0 of the exit sequence waits, draining, while outstanding(ctx) returns non-zero"
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_examples.py"]

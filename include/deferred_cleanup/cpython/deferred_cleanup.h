@@ -73,7 +73,16 @@ typedef struct dc_host_options {
    * returns non-zero (work the user expects to be handed off soon), at most
    * exit_wait_ns nanoseconds (0: the default, 5 s; negative: no wait).
    * outstanding: called on the main thread with the GIL held; NULL: only
-   * queued items are waited for. */
+   * queued items are waited for.  It may call Python; an exception it
+   * leaves set counts as nothing due, outstanding is not called again, and
+   * the exception goes to sys.unraisablehook (a KeyboardInterrupt or
+   * SystemExit is raised at the end of the exit sequence instead), so the
+   * error state is clear when CPython finalizes.
+   * Ctrl-C during the wait: CPython's signal handlers run between two of its
+   * 0.5 ms sleeps, and a KeyboardInterrupt or SystemExit they (or a cleanup)
+   * raise ends the wait; the rest of the exit sequence still runs and raises
+   * it at its end, where CPython reports it as an exception of an atexit
+   * callback (Modules/atexitmodule.c, atexit_callfuncs, v3.10.0). */
   int64_t exit_wait_ns;
   uint64_t (*outstanding)(void* ctx);
   void* outstanding_ctx;
