@@ -85,6 +85,8 @@ GLOBS = [
     "tools/alternatives.py",
     "tools/alternatives/*.cpp",
     "include/deferred_cleanup/*.hpp",
+    "src/cpython/*.cpp",  # the CPython host library _native links
+    "src/cpython/*.hpp",
     "reference/src/*.cpp",
     "reference/python/deferred_cleanup/__init__.py",
 ]

@@ -46,6 +46,8 @@ OUT = REPO / "notes" / "exit-flush" / "runs.json"
 GLOBS = [
     "reference/src/host.cpp",
     "reference/src/exit.cpp",
+    "src/cpython/interrupt.cpp",  # the interrupt rule, shared by both hosts
+    "src/cpython/interrupt.hpp",
     "reference/testing/test_hooks.cpp",
     "tests/scenarios/exit_interrupt_at_flush.py",
     "tools/exit_flush_runs.py",

@@ -36,6 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO / "tests" / "scenarios" / "fork_child.py"
 GLOBS = [
     "include/deferred_cleanup/*.hpp",
+    "src/cpython/*.cpp",  # the CPython host library _native links
+    "src/cpython/*.hpp",
     "reference/src/*.cpp",
     "reference/src/*.hpp",
     "tests/scenarios/fork_child.py",

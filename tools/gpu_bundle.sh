@@ -83,11 +83,13 @@ python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 
   --glob 'tests/bench/*.cpp' --glob 'tests/bench/*.hpp' --glob 'tests/bench/CMakeLists.txt' \
   >"$DEST/provenance-bench.json"
 python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 'include/deferred_cleanup/comparison/*.hpp' \
+  --glob 'src/cpython/*.cpp' --glob 'src/cpython/*.hpp' \
   --glob 'reference/src/*.cpp' --glob 'reference/src/*.hpp' \
   --glob 'reference/python/deferred_cleanup/*.py' --glob 'tools/gpu_compare.py' \
   --glob 'tools/pending_call_counter.c' >"$DEST/provenance-gpu-compare.json"
 # the globs of tests/bench/curves.py (GLOBS)
 python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' \
+  --glob 'src/cpython/*.cpp' --glob 'src/cpython/*.hpp' \
   --glob 'reference/src/*.cpp' --glob 'reference/src/*.hpp' \
   --glob 'reference/python/deferred_cleanup/*.py' --glob 'tests/bench/curves.py' \
   --glob 'tools/alternatives/altpool.cpp' >"$DEST/provenance-curves.json"

@@ -33,6 +33,8 @@ OUT = REPO / "notes" / "interpreters"
 #: What the probe and the suite measured: the package, its C++ and the tests.
 GLOBS = [
     "include/deferred_cleanup/*.hpp",
+    "src/cpython/*.cpp",  # the CPython host library _native links
+    "src/cpython/*.hpp",
     "reference/src/*.cpp",
     "reference/src/*.hpp",
     "reference/python/deferred_cleanup/*.py",

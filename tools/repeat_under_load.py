@@ -40,6 +40,8 @@ from matrix import session_aborted  # noqa: E402
 # What the suite exercises: the core, the extension, the tests themselves.
 GLOBS = [
     "include/deferred_cleanup/*.hpp",
+    "src/cpython/*.cpp",  # the CPython host library _native links
+    "src/cpython/*.hpp",
     "reference/src/*.cpp",
     "reference/python/deferred_cleanup/*.py",
     "tests/*.py",

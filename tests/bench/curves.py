@@ -90,6 +90,8 @@ TIMEOUT_S = 300.0  # hang guard of one burst
 # What a stamp covers (tools/provenance.py): the package and this runner.
 GLOBS = [
     "include/deferred_cleanup/*.hpp",
+    "src/cpython/*.cpp",  # the CPython host library _native links
+    "src/cpython/*.hpp",
     "reference/src/*.cpp",
     "reference/src/*.hpp",
     "reference/python/deferred_cleanup/*.py",
