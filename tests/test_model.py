@@ -51,6 +51,15 @@ file asserts what each must report:
   three calls queued, a stale claim's clock given back, ...), so the clean
   result above is not the result of a model that never gets there.
 
+``tests/model/cuda_core.pml`` models the cuda-core 1.2 drain (the variants
+``cuda-core-1.2`` and ``cuda-core-1.2-fixed``): with the shipped tail, whose
+re-check may take effect before its clear (store buffering), spin finds the
+lost wakeup (``cuda_core``, an acceptance cycle of ``drained``); with the
+minimal fix (fences: the tail in program order) the same claim and the
+safety assertions verify (``cuda_core_fixed``, ``cuda_core_fixed_safety``),
+and its two witnesses (the re-check reschedules; every item cleaned) show
+the verified model gets there.
+
 The state-space numbers are checked against floors: a model that lost its
 interleavings (a stuck producer, a guard that is never true) verifies with a
 few thousand states and fails here.
@@ -112,6 +121,10 @@ STATE_FLOOR = {
     "one_word_llist_lost1_nr": 75_000,
     "one_word_llist_refusal_nr": 140_000,
     "liveness_refusal_retry_at_push_nr": 190_000,
+    # The cuda-core 1.2 drain (cuda_core.pml): tens of thousands of states.
+    "cuda_core_safety": 1_100,
+    "cuda_core_fixed": 1_700,
+    "cuda_core_fixed_safety": 1_000,
 }
 # Checks in which every statement of the threads that call into the queue is
 # reachable (with no lost call the loss branches are dead, by construction),
@@ -161,6 +174,12 @@ SIGNATURE = {
     "flag_seq": "acceptance cycle",
     "flag_seq_stop_first": "acceptance cycle",
     "one_word_llist_retry_at_push_nr": "acceptance cycle",
+    # The cuda-core 1.2 drain's store-buffering tail (cuda_core.pml).
+    "cuda_core": "acceptance cycle",
+    # The fixed drain's witnesses (run.py CC_WITNESSES): reachable, i.e. the
+    # assertion that marks each fires.
+    "cuda_core_fixed_witness1": "!(((1==1)",
+    "cuda_core_fixed_witness2": "!(((2==2)",
 }
 
 

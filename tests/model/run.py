@@ -14,7 +14,10 @@ Without --only every check in CHECKS runs.  --variant NAME runs instead the
 checks that verify the rule (not the negative variants, the witnesses or the
 by-hand runs) on a candidate rule, with that variant's macros added: it is
 the opt-in run whose result docs/_data/model-<NAME>.json records (see
-VARIANTS).  Needs spin and gcc on PATH (the
+VARIANTS).  --variant cuda-core and --variant cuda-core-fixed run the checks
+of the cuda-core drain's model (cuda_core.pml, CC_VARIANTS) for the shipped
+shape and for its minimal fix, each with its own expectation: the records
+docs/_data/model-cuda-core.json and model-cuda-core-fixed.json.  Needs spin and gcc on PATH (the
 Debian unstable root has both: tools/sid-root.sh).  Only the standard library.
 """
 
@@ -35,6 +38,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "deferred_cleanup.pml"
+# The cuda-core 1.2 drain (the variants cuda-core-1.2 and cuda-core-1.2-fixed):
+# a model of its own, see its header for why.
+CC_MODEL = HERE / "cuda_core.pml"
 
 # pan compile flags: COLLAPSE compresses state vectors (exhaustive, no loss);
 # VECTORSZ is ample for N <= 5.  Witnesses stop at their first hit, so they
@@ -54,6 +60,7 @@ class Check:
     expect_error: bool = False  # a negative variant or a witness
     why: str = ""
     by_hand: bool = False  # minutes: test_model.py runs it only with DC_MODEL_SLOW=1
+    model: Path = MODEL  # the Promela file
 
 
 def _base(n: int, k: int, lost: int = 0) -> tuple[str, ...]:
@@ -305,6 +312,62 @@ CHECKS: list[Check] = [
         ),
     ),
 ]
+
+
+# The cuda-core 1.2 drain (tests/model/cuda_core.pml): the shipped tail, whose
+# re-check may take effect before its clear (store buffering), must lose a
+# wakeup; the minimal fix (cuda-core-1.2-fixed: fences, the tail in program
+# order) must not.  Three producers and two entry points: well under a second.
+def _cc(*macros: str) -> tuple[str, ...]:
+    return ("N=3", "K=2", "ENTRIES=2", *macros)
+
+
+CHECKS += [
+    Check(
+        "cuda_core",
+        _cc("CC_SHIPPED", "LIVENESS"),
+        liveness=True,
+        expect_error=True,
+        model=CC_MODEL,
+        why=(
+            "cuda-core 1.2's drain tail: the re-check reads an empty list before the clear is "
+            "seen, a producer's claim reads the old flag: an item is stranded"
+        ),
+    ),
+    Check(
+        "cuda_core_safety",
+        _cc("CC_SHIPPED"),
+        model=CC_MODEL,
+        why="cuda-core 1.2: never more cleanups than items, at most one of our calls queued",
+    ),
+    Check(
+        "cuda_core_fixed",
+        _cc("CC_FIXED", "LIVENESS"),
+        liveness=True,
+        model=CC_MODEL,
+        why="cuda-core-1.2-fixed (fences: the tail in program order): every item is taken",
+    ),
+    Check(
+        "cuda_core_fixed_safety",
+        _cc("CC_FIXED"),
+        model=CC_MODEL,
+        why="cuda-core-1.2-fixed: never more cleanups than items, at most one of our calls queued",
+    ),
+]
+CC_WITNESSES = {
+    1: "the drain's re-check finds an item and schedules a new pending call",
+    2: "every item is cleaned",
+}
+for _w, _why in CC_WITNESSES.items():
+    CHECKS.append(
+        Check(
+            f"cuda_core_fixed_witness{_w}",
+            _cc("CC_FIXED", f"WITNESS={_w}"),
+            expect_error=True,
+            model=CC_MODEL,
+            why=_why,
+        )
+    )
 WITNESSES = {
     1: "Py_AddPendingCall refuses",
     2: "a late callback backs out of the closed gate after teardown",
@@ -348,6 +411,11 @@ VARIANTS = {
 }
 
 
+# The cuda-core drain's recorded runs (docs/_data/model-cuda-core*.json):
+# the cuda_core checks of CHECKS that carry the shape's macro, as they are.
+CC_VARIANTS = {"cuda-core": ("CC_SHIPPED",), "cuda-core-fixed": ("CC_FIXED",)}
+
+
 def variant_checks(name: str) -> list[Check]:
     """The checks that verify the rule, with variant `name`'s macros added.
 
@@ -358,15 +426,29 @@ def variant_checks(name: str) -> list[Check]:
         own expectation; the run reports what spin found).  Checks that
         already carry a candidate's macro (the bounded candidate checks) are
         left out.
+        For a key of CC_VARIANTS instead: the checks of the cuda-core model
+        that carry its macro, witnesses left out (test_model.py runs them),
+        unchanged but for the name, with their own expectation.
     Raises:
         KeyError: no such variant.
     """
+    if name in CC_VARIANTS:
+        return [
+            dataclasses.replace(c, name=f"{name}:{c.name}")
+            for c in CHECKS
+            if c.model == CC_MODEL
+            and set(CC_VARIANTS[name]) <= set(c.macros)
+            and not any(m.startswith("WITNESS=") for m in c.macros)
+        ]
     extra = VARIANTS[name]
     candidate = {m for ms in VARIANTS.values() for m in ms}
     return [
         dataclasses.replace(c, name=f"{name}:{c.name}", macros=c.macros + extra)
         for c in CHECKS
-        if not c.expect_error and not c.by_hand and not candidate & set(c.macros)
+        if c.model == MODEL
+        and not c.expect_error
+        and not c.by_hand
+        and not candidate & set(c.macros)
     ]
 
 
@@ -447,11 +529,12 @@ def run_check(
         RuntimeError: spin or gcc failed (a CPU budget exceeded included).
         subprocess.TimeoutExpired: a step ran past timeout.
     """
-    shutil.copy(MODEL, workdir / MODEL.name)
+    model = check.model
+    shutil.copy(model, workdir / model.name)
     d = [f"-D{m}" for m in check.macros]
     t0 = time.monotonic()
     p = subprocess.run(
-        ["spin", *d, "-a", MODEL.name],
+        ["spin", *d, "-a", model.name],
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -511,7 +594,7 @@ def run_check(
             cpu_s is not None and p.returncode in (-signal.SIGXCPU, -signal.SIGKILL)
         ),
         output=out,
-        trail=(workdir / f"{MODEL.name}.trail").exists(),
+        trail=(workdir / f"{model.name}.trail").exists(),
     )
     return r
 
@@ -524,7 +607,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma-separated check names")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directories")
-    ap.add_argument("--variant", choices=sorted(VARIANTS), help="run a candidate rule's checks")
+    ap.add_argument(
+        "--variant",
+        choices=sorted({**VARIANTS, **CC_VARIANTS}),
+        help="run a candidate rule's checks",
+    )
     a = ap.parse_args(argv)
     checks = variant_checks(a.variant) if a.variant else CHECKS
     if a.only:
@@ -558,7 +645,8 @@ def main(argv=None) -> int:
         results.append(r)
     if a.json:
         if a.variant:
-            record = {"variant": a.variant, "macros": list(VARIANTS[a.variant]), "checks": results}
+            macros = {**VARIANTS, **CC_VARIANTS}[a.variant]
+            record = {"variant": a.variant, "macros": list(macros), "checks": results}
             a.json.write_text(json.dumps(record, indent=1) + "\n")
         else:
             a.json.write_text(json.dumps(results, indent=1))
