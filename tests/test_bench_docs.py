@@ -265,3 +265,22 @@ def test_curves_tables_match_committed_json_and_name_the_machine(page):
             c = data["variants"][v].get("rows", {}).get(str(n), {}).get("pending_calls")
             if c:
                 assert cell.startswith(f"{c['mean']:.2f} "), (n, v, cell)
+
+
+def test_the_second_run_measured_the_same_sources_and_its_table_matches(page):
+    """docs/_data/bench-repeat.json measured the sources of the committed run
+    (the page says so), and the page's repeat table shows both runs' values."""
+    base = json.loads(DATA.read_text())
+    rep = json.loads((DATA.parent / "bench-repeat.json").read_text())
+    a, b = base["provenance"]["sources"], rep["provenance"]["sources"]
+    bench_sources = [s for s in a if s.startswith(("include/deferred_cleanup/", "tests/bench/"))]
+    assert bench_sources and all(a[s] == b.get(s) for s in bench_sources), "different sources"
+    parser = _Tables("dc-bench-repeat")
+    parser.feed(page)
+    body = parser.rows[1:]
+    want = [h for h in base["headline"] if h.get("target")]
+    assert len(body) == len(want), body
+    other = {h["id"]: h for h in rep["headline"]}
+    for cells, h in zip(body, want, strict=True):
+        assert cells[2] == f"{expected_ratio(base, h):.2f}", (cells, h["id"])
+        assert cells[4] == f"{expected_ratio(rep, other[h['id']]):.2f}", (cells, h["id"])

@@ -366,6 +366,47 @@ class BenchBeforeAfter(_BenchDirective):
         return list_table(head, rows, "dc-bench-before-after")
 
 
+class BenchRepeat(_BenchDirective):
+    """``.. bench-repeat:: FILE``: each targeted headline ratio of the
+    committed run (docs/_data/bench.json) beside the same ratio of a second
+    run of the same benchmarks (FILE under docs/_data), with each one's
+    outcome (class ``dc-bench-repeat``)."""
+
+    def lines(self, data):
+        base = load()
+        self.env.note_dependency(str(DATA))
+        rep = {h["id"]: h for h in data["headline"]}
+        rows = []
+        for h in base["headline"]:
+            r = rep.get(h["id"])
+            if not h.get("target") or r is None:
+                continue
+            change = (
+                f"{100 * (r['value'] / h['value'] - 1):+.0f}%" if h["value"] and r["value"] else ""
+            )
+            rows.append(
+                [
+                    h["measure"],
+                    h["target"],
+                    fmt_ratio(h),
+                    verdict(h),
+                    fmt_ratio(r),
+                    verdict(r),
+                    change,
+                ]
+            )
+        head = [
+            "measure",
+            "target",
+            f"committed run ({base['machine']['commit']})",
+            "outcome",
+            f"second run ({data['machine']['commit']})",
+            "outcome",
+            "change",
+        ]
+        return list_table(head, rows, "dc-bench-repeat", "40 8 10 10 10 10 8")
+
+
 # ------------------------------------------------------------ plots
 def _plot(name: str, data: dict) -> Path:
     import matplotlib
@@ -520,7 +561,7 @@ class BenchDrainCurve(_BenchDirective):
         return list_table(
             ["items", *[f"{label} (ns per item)" for label, _ in series]],
             rows,
-            "dc-bench-drain-curve",
+            "dc-bench-drain-curve probe-matrix",
         )
 
 
@@ -700,7 +741,8 @@ class BenchCurve(SphinxDirective):
         lines += [f"   {line}" for line in self.content]
         lines.append("")
         head, rows = curve_rows(data, name)
-        lines += list_table(head, rows, f"dc-bench-curve-{name.replace('_', '-')}")
+        # probe-matrix: wide tables scroll with their first column frozen (docs/_static/dc.css)
+        lines += list_table(head, rows, f"dc-bench-curve-{name.replace('_', '-')} probe-matrix")
         node = nodes.container()
         self.state.nested_parse(StringList(lines, source=str(path)), self.content_offset, node)
         return node.children
@@ -765,4 +807,5 @@ def setup(app: Sphinx):
     app.add_directive("bench-plot", BenchPlot)
     app.add_directive("bench-before-after", BenchBeforeAfter)
     app.add_directive("bench-shared-line", BenchSharedLine)
+    app.add_directive("bench-repeat", BenchRepeat)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
