@@ -14,6 +14,8 @@ FIND = """\
 REPLACE = """\
   // MUTANT: the user's exception left set
 """
-PROPERTY = "an exception outstanding() leaves set counts as nothing due and goes to sys.unraisablehook"
+PROPERTY = (
+    "an exception outstanding() leaves set counts as nothing due and goes to sys.unraisablehook"
+)
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_capi.py"]
 KILLING_TESTS = ["test_an_outstanding_callback_that_raises_is_reported_once_and_ends_the_wait"]
