@@ -364,7 +364,11 @@ def test_an_outstanding_callback_that_raises_is_reported_once_and_ends_the_wait(
 def test_ctrl_c_during_the_exit_wait_ends_it_and_is_shown(probe):
     # outstanding() says work is due for the whole bound; a daemon thread
     # (alive in the atexit phase) sends SIGINT once the main module returned.
+    # SIGINT's handler is set explicitly: a process started with SIGINT
+    # ignored (a background job of a non-interactive shell, as CI may be)
+    # passes that on, and CPython then installs no KeyboardInterrupt handler.
     code = """
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         probe.set_outstanding(1)
         def ctrl_c():
             time.sleep(1.0)
