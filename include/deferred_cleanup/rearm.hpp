@@ -64,6 +64,42 @@
 
 namespace deferred_cleanup {
 
+namespace detail {
+/// Enter the gate around a re-arm's host call: P's in-flight gate, or, for a
+/// policy without one, the accepting_ check that schedule() makes in its
+/// place.  No supported policy re-arms without the gate; the benchmarks'
+/// slow-path breakdown (tests/bench/variants.hpp, reference-no-gate) does.
+///
+/// Thread: as rearm_if_stale().  Never blocks.
+/// Memory ordering: BasicQueue::gate_enter(), or BasicQueue::accepting().
+/// Errors: none.
+/// Source: this project (schedule()'s gate switch, scheduling.hpp).
+/// @param q the queue
+/// @return true if the caller may call the host
+template <class P>
+bool rearm_gate_enter(BasicQueue<P>& q) noexcept {
+  if constexpr (P::gate) {
+    return q.gate_enter();
+  } else {
+    return q.accepting();
+  }
+}
+
+/// Leave what rearm_gate_enter() entered: the in-flight gate, or nothing.
+///
+/// Thread: the caller that entered.  Never blocks.
+/// Memory ordering: BasicQueue::gate_leave() (release), or none.
+/// Errors: none.
+/// Source: this project (schedule()'s gate switch, scheduling.hpp).
+/// @param q the queue
+template <class P>
+void rearm_gate_leave(BasicQueue<P>& q) noexcept {
+  if constexpr (P::gate) {
+    q.gate_leave();
+  }
+}
+}  // namespace detail
+
 // [doc:rearm]
 /// Re-arm a stale claim: if the outstanding claim is older than the stale
 /// bound, add one more pending call that becomes the claim's call.  Within
@@ -124,14 +160,14 @@ ScheduleResult rearm_if_stale(BasicQueue<P>& q, bool main_entry = false) noexcep
     r.start_stale_clock(old_seq, seen);  // give the stale claim back, still stale
     return ScheduleResult::already_scheduled;
   }
-  if (!q.gate_enter()) {
+  if (!detail::rearm_gate_enter(q)) {
     if (within) r.release_supersede();
     return ScheduleResult::not_accepting;
   }
   auto* token = r.new_call_token();
   const std::uint64_t new_seq = token->seq.load(std::memory_order_relaxed);  // our own store
   if (!within && !r.take_main_rearm(new_seq)) {
-    q.gate_leave();  // a main-thread call is still outstanding: at the bound
+    detail::rearm_gate_leave(q);  // a main-thread call is still outstanding: at the bound
     r.start_stale_clock(old_seq, seen);
     return ScheduleResult::already_scheduled;
   }
@@ -145,7 +181,7 @@ ScheduleResult rearm_if_stale(BasicQueue<P>& q, bool main_entry = false) noexcep
   if (!r.move_claim_seq(old_seq, new_seq)) {
     // The claim's call ran meanwhile and took the claim back: nothing to re-arm.
     release_record();
-    q.gate_leave();
+    detail::rearm_gate_leave(q);
     return ScheduleResult::already_scheduled;
   }
   const int rc = add_call(q, token);
@@ -166,7 +202,7 @@ ScheduleResult rearm_if_stale(BasicQueue<P>& q, bool main_entry = false) noexcep
   } else {
     r.start_stale_clock(new_seq, host.now_ns());
   }
-  q.gate_leave();
+  detail::rearm_gate_leave(q);
   if (claim_given_back) {
     return schedule(q);  // items may be queued behind the claim we held
   }

@@ -32,6 +32,11 @@
 //                                       every drain, direct and floor row)
 //   mt/<shape>/threads:<T>              T producer threads pushing at once into
 //                                       one queue, a call outstanding
+//   destructor/<ablation>/outstanding,  the slow-path breakdown: the two
+//   batch16/destructor/<ablation>/none  destructor rows of the reference with
+//                                       one switch off (variants.hpp,
+//                                       DC_BENCH_ABLATIONS), and of
+//                                       cuda-core-1.2-fixed
 //
 // The binary bench_core_shared_line is the same file built with
 // DC_QUEUE_FIELD_ALIGN=8 (queue.hpp): head_, scheduled_ and the gate share
@@ -563,6 +568,18 @@ void register_variant() {
       ->Iterations(g_smoke ? 1 : 15);
 }
 
+/// The slow-path breakdown's rows of one ablation (variants.hpp): only the
+/// two destructor rows, so the variants' own table keeps its three variants.
+template <class V>
+void register_ablation() {
+  const std::string v = V::name;
+  benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
+                               &BM_DestructorOutstanding<V>);
+  benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
+                               &BM_Batch16DestructorNone<V>)
+      ->UseManualTime();
+}
+
 void register_all() {
   benchmark::RegisterBenchmark(row("floor/treiber_push").c_str(), &BM_TreiberPush);
   benchmark::RegisterBenchmark(row("mutex_vector/outstanding").c_str(), &BM_MutexVectorOutstanding);
@@ -581,6 +598,11 @@ void register_all() {
 #define DC_BENCH_REGISTER(V) register_variant<V>();
   DC_BENCH_VARIANTS(DC_BENCH_REGISTER)
 #undef DC_BENCH_REGISTER
+#ifndef DC_BENCH_WITH_FIXED
+#define DC_BENCH_REGISTER(V) register_ablation<V>();
+  DC_BENCH_ABLATIONS(DC_BENCH_REGISTER)
+#undef DC_BENCH_REGISTER
+#endif
   for (std::int64_t n : drain_sizes()) {
     for (auto* b :
          {benchmark::RegisterBenchmark(row("direct").c_str(), &BM_Direct),

@@ -78,6 +78,43 @@ using CudaCore12Fixed = PolicyVariant<core::comparison::CudaCore12FixedPolicy, k
 #define DC_BENCH_VARIANTS(X) X(Reference) X(Seed) X(CudaCore12)
 #endif
 
+// ------------------------------------------------------------ ablations
+// The slow-path breakdown (docs/performance.rst, "Where the slow path's time
+// goes"): the reference's policy with one switch turned off, each measured
+// only on the two destructor rows (batch16/destructor/<v>/none and
+// destructor/<v>/outstanding).  Bench-only: none of these is a supported
+// variant, and each is unsafe in a way the page cites (the model or litmus
+// record that fails without the piece).  Every switch is a member the real
+// headers already test with `if constexpr`.
+
+/// The reference without re-arming: no call token, no stale clock (rearm.hpp).
+struct ReferenceNoRearmPolicy : core::ReferencePolicy {
+  static constexpr bool rearm = false;
+};
+/// The reference without the in-flight gate: no gate_enter/gate_leave RMWs
+/// (scheduling.hpp; queue.hpp gate_enter()).
+struct ReferenceNoGatePolicy : core::ReferencePolicy {
+  static constexpr bool gate = false;
+};
+/// The reference with neither: the claim and the host call remain.
+struct ReferenceNoGateNoRearmPolicy : core::ReferencePolicy {
+  static constexpr bool gate = false;
+  static constexpr bool rearm = false;
+};
+
+inline constexpr char kReferenceNoRearm[] = "reference-no-rearm";
+inline constexpr char kReferenceNoGate[] = "reference-no-gate";
+inline constexpr char kReferenceNoGateNoRearm[] = "reference-no-gate-no-rearm";
+inline constexpr char kCudaCore12FixedAblation[] = "cuda-core-1.2-fixed";
+using ReferenceNoRearm = PolicyVariant<ReferenceNoRearmPolicy, kReferenceNoRearm>;
+using ReferenceNoGate = PolicyVariant<ReferenceNoGatePolicy, kReferenceNoGate>;
+using ReferenceNoGateNoRearm = PolicyVariant<ReferenceNoGateNoRearmPolicy, kReferenceNoGateNoRearm>;
+using CudaCore12FixedAblation =
+    PolicyVariant<core::comparison::CudaCore12FixedPolicy, kCudaCore12FixedAblation>;
+/// The breakdown's rows, in the order the page lists them.
+#define DC_BENCH_ABLATIONS(X) \
+  X(ReferenceNoRearm) X(ReferenceNoGate) X(ReferenceNoGateNoRearm) X(CudaCore12FixedAblation)
+
 using Item = core::DeferredCleanupItem;
 
 }  // namespace dc_bench
