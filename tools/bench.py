@@ -32,7 +32,14 @@ asking the machine: ``DC_BENCH_COMPILER``, ``DC_BENCH_GBENCH`` (Google
 Benchmark's version), ``DC_COMMIT``, ``DC_BENCH_PROVENANCE`` (a stamp of
 tools/provenance.py made where the binaries were built) and
 ``DC_BENCH_MACHINE_NOTE`` (what else ran on the machine); ``DC_BENCH_MIN_TIME``
-passes ``--benchmark_min_time`` (seconds) to the binaries.  The report then
+passes ``--benchmark_min_time`` (seconds) to the binaries, and
+``DC_BENCH_HEADLINE_REPS`` (read by the binaries) repeats the single-producer
+destructor rows, their floors and the clock pair that many times instead of
+``DC_BENCH_REPS``.
+
+The slow-path breakdown (``slow_path_breakdown`` in bench.json; ``ABLATIONS``)
+divides the slow and fast path of the reference with one piece removed, and of
+cuda-core-1.2-fixed, by cuda-core-1.2's rows of the same run.  The report then
 carries ``provenance``: the commit and the hash of the sources measured.
 
 The docs page (docs/performance.rst) renders a committed copy:
@@ -78,6 +85,19 @@ TARGET_THROUGHPUT = 0.9  # reference throughput / bare Treiber push throughput, 
 TARGET_DRAIN = 1.3  # reference drain per item / the oldest-first floor (floor/drain_reversed)
 TARGET_CALLS_PER_PAYLOAD = 0.01
 TARGET_CONSUMER = 1.2  # through the queue / direct (end to end)
+#: The slow-path breakdown (issue 27): the reference with one piece removed,
+#: and cuda-core-1.2-fixed (bench-only rows of tests/bench/variants.hpp,
+#: DC_BENCH_ABLATIONS), each measured on the two destructor rows only.  Each
+#: entry: the row's variant, and the piece of the reference it lacks.
+ABLATIONS = [
+    ("reference", "nothing (the reference)"),
+    ("reference-no-rearm", "re-arm (the call token and the stale clock)"),
+    ("reference-no-gate", "the in-flight gate (its two read-modify-writes)"),
+    ("reference-no-gate-no-rearm", "the in-flight gate and re-arm"),
+    ("cuda-core-1.2-fixed", "(not the reference: the shipped shape plus its three fixes)"),
+]
+#: The breakdown's denominator: the shipped shape's slow path.
+BREAKDOWN_BASE = "cuda-core-1.2"
 SOURCE_GLOBS = [
     "include/deferred_cleanup/*.hpp",
     "include/deferred_cleanup/comparison/*.hpp",
@@ -685,6 +705,82 @@ def headline(core: dict, e2e: dict) -> list[dict]:
     return h
 
 
+def slow_path_breakdown(core: dict) -> dict | None:
+    """The slow-path breakdown: each ABLATIONS row's slow path (batch16 row,
+    the clock pair's share taken off) and fast path, and their ratios to
+    cuda-core-1.2's rows of the same run; None when the run lacks the rows
+    (a binary built before them)."""
+    base_none = f"batch16/destructor/{BREAKDOWN_BASE}/none"
+    base_out = f"destructor/{BREAKDOWN_BASE}/outstanding"
+    if base_none not in core or base_out not in core:
+        return None
+    rows = []
+    for v, removed in [*ABLATIONS, (BREAKDOWN_BASE, "(the shipped shape: the denominator)")]:
+        none, out = f"batch16/destructor/{v}/none", f"destructor/{v}/outstanding"
+        if none not in core or out not in core:
+            continue
+        slow = batch_ns(core, none)
+        fast = core[out]["ns_per_item"]
+        rows.append(
+            dict(
+                variant=v,
+                removed=removed,
+                slow_row=none,
+                fast_row=out,
+                slow_ns=slow,
+                fast_ns=fast,
+                slow_ratio=slow / batch_ns(core, base_none),
+                fast_ratio=fast / core[base_out]["ns_per_item"],
+                host_calls_per_op=core[none]["counters"].get("host_calls_per_op"),
+            )
+        )
+    if not any(r["variant"] == "reference-no-gate" for r in rows):
+        return None
+    return dict(
+        base=BREAKDOWN_BASE,
+        target=f"<= {TARGET_SLOW_PATH}",
+        kind="batch_ns",
+        rows=rows,
+    )
+
+
+#: The bound's row: the reference without the gate (the claim, the host call
+#: and re-arm), which the one-state-word candidate does plus one RMW.
+BOUND_ROW = "reference-no-gate"
+
+
+def one_word_bound(section: dict) -> str:
+    """The sentence the Performance page states about the one-state-word
+    candidate (docs/design/scheduling.rst, ``ONE_WORD``), generated from the
+    breakdown: ONE_WORD's slow path does at least the claim and one more
+    read-modify-write (the ``fetch_sub`` on leave), so the
+    ``reference-no-gate`` row (the claim only) bounds it from below.
+
+    Args:
+        section: bench.json's ``slow_path_breakdown``.
+    Returns:
+        one sentence (reStructuredText) naming the row's ratio and the target.
+    Raises:
+        StopIteration: the section has no ``reference-no-gate`` row.
+    """
+    row = next(r for r in section["rows"] if r["variant"] == BOUND_ROW)
+    ratio, bound = row["slow_ratio"], float(section["target"].split()[1])
+    head = (
+        f"Without the gate the reference's slow path takes {ratio:.2f}× the "
+        f"``{section['base']}`` shape's, "
+    )
+    if ratio > bound:
+        return head + (
+            f"above the target of {bound:g}×; ``ONE_WORD`` does at least that work plus one "
+            "read-modify-write, so on this run ``ONE_WORD`` cannot meet the target."
+        )
+    return head + (
+        f"within the target of {bound:g}×; ``ONE_WORD`` does that work plus one "
+        "read-modify-write, so this bound does not decide whether ``ONE_WORD`` meets the "
+        "target: only a measurement of ``ONE_WORD`` would."
+    )
+
+
 def off_by(row: dict) -> float | None:
     """How far a missed target is, as a factor (>= 1): value / bound for an
     upper bound, bound / value for a lower bound; None when met or no target."""
@@ -843,6 +939,9 @@ def main(argv: list[str]) -> int:
         e2e = run_e2e(matrix_names()) if os.environ.get("DC_BENCH_NO_E2E") != "1" else {}
         data = {"machine": m, "core_context": raw.get("context", {}), "core": core, "e2e": e2e}
     data["headline"] = headline(core, e2e)
+    breakdown = slow_path_breakdown(core)
+    if breakdown is not None:
+        data["slow_path_breakdown"] = breakdown
     data["provenance"] = provenance()
     for h in data["headline"]:
         if isinstance(h["value"], float) and not math.isfinite(h["value"]):

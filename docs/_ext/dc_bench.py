@@ -22,6 +22,12 @@ take an optional file name under docs/_data (``bench-2core-smoke.json``: the
   ``destructor``, ``producers``, ``drain``, ``e2e``;
 * ``.. bench-drain-curve::`` the table under the ``drain`` plot: ns per item
   of every drain, direct and floor row, per size (10^2 to 10^7);
+* ``.. bench-slow-path-breakdown::`` the slow-path breakdown (bench.json's
+  ``slow_path_breakdown``, class ``dc-bench-breakdown``), the sentence that
+  bounds the one-state-word candidate from it (:func:`one_word_bound`), and
+  for each removed piece the model check that fails without it (class
+  ``dc-bench-breakdown-why``, read from tests/model/run.py); "not measured
+  yet" while the committed run lacks the section;
 * ``.. bench-curves-machine::`` which machine measured the curves shown, and
   their provenance stamp;
 * ``.. bench-curve:: NAME`` one curve of ``tests/bench/curves.py`` as a plot
@@ -796,7 +802,102 @@ def _plot_path(directive: SphinxDirective, path: Path) -> str:
     return os.path.relpath(path, doc_dir)
 
 
+#: The slow-path breakdown's removed pieces, and the model checks
+#: (tests/model/run.py) whose failure shows why the reference keeps each.
+BREAKDOWN_WHY = [
+    ("the in-flight gate", "reference-no-gate", ["no_gate"]),
+    ("re-arm (call token, stale clock)", "reference-no-rearm", ["no_rearm"]),
+]
+def one_word_bound(section: dict) -> str:
+    """tools/bench.py's :func:`one_word_bound` (the page's sentence on the
+    one-state-word candidate, generated from the breakdown)."""
+    from dc_scripts import import_tool
+
+    return import_tool("bench").one_word_bound(section)
+
+
+def model_checks() -> dict:
+    """tests/model/run.py's checks by name (its CHECKS list), imported
+    without running it."""
+    import importlib.util
+    import sys
+
+    path = REPO / "tests" / "model" / "run.py"
+    name = "dc_model_run_for_docs"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return {c.name: c for c in sys.modules[name].CHECKS}
+
+
+class BenchSlowPathBreakdown(_BenchDirective):
+    """The slow-path breakdown, the one-word bound and the records."""
+
+    def lines(self, data):
+        self.env.note_dependency(str(REPO / "tests" / "model" / "run.py"))
+        section = data.get("slow_path_breakdown")
+        out: list[str] = []
+        if not section:
+            commit = (data.get("provenance") or {}).get("commit", "")[:12] or data.get(
+                "machine", {}
+            ).get("commit", "?")
+            out += [
+                f"**Not measured yet.** The committed run (commit ``{commit}``) has no "
+                "``slow_path_breakdown`` section: its binary predates the breakdown's rows. "
+                "Whether ``ONE_WORD`` can meet the target is therefore not measured yet.",
+                "",
+            ]
+        else:
+            base = section["base"]
+            rows = [
+                [
+                    r["variant"],
+                    r["removed"],
+                    f"{r['slow_ns']:.1f}",
+                    f"{r['slow_ratio']:.2f}",
+                    f"{r['fast_ns']:.2f}",
+                    f"{r['fast_ratio']:.2f}",
+                    f"{r['host_calls_per_op']:g}" if r.get("host_calls_per_op") is not None else "",
+                ]
+                for r in section["rows"]
+            ]
+            out += list_table(
+                [
+                    "row",
+                    "removed from the reference",
+                    "slow path, ns per item",
+                    f"/ {base}",
+                    "fast path, ns per item",
+                    f"/ {base}",
+                    "host calls per op",
+                ],
+                rows,
+                "dc-bench-breakdown",
+                "22 30 10 8 10 8 8",
+            )
+            out += [one_word_bound(section), ""]
+        checks = model_checks()
+        why = []
+        for piece, variant, names in BREAKDOWN_WHY:
+            for n in names:
+                c = checks.get(n)
+                if c is None:
+                    raise ExtensionError(f"tests/model/run.py has no check {n!r} any more")
+                outcome = "fails (spin finds an error)" if c.expect_error else "verifies"
+                why.append([piece, variant, f"tests/model/run.py::{n}", outcome, c.why])
+        out += list_table(
+            ["piece", "row without it", "model check", "expected outcome", "what fails"],
+            why,
+            "dc-bench-breakdown-why",
+            "16 18 22 14 30",
+        )
+        return out
+
+
 def setup(app: Sphinx):
+    app.add_directive("bench-slow-path-breakdown", BenchSlowPathBreakdown)
     app.add_directive("bench-drain-curve", BenchDrainCurve)
     app.add_directive("bench-curve", BenchCurve)
     app.add_directive("bench-curves-machine", BenchCurvesMachine)

@@ -79,6 +79,7 @@ const std::vector<std::int64_t> kThreadCounts{1, 2, 4, 8, 12, 16};
 std::string row(const std::string& name) { return DC_BENCH_PREFIX + name; }
 
 bool g_smoke = false;                  // DC_BENCH_SMOKE=1: each benchmark once, small sizes
+int g_headline_reps = 0;               // DC_BENCH_HEADLINE_REPS: see headline_reps()
 constexpr std::size_t kWindow = 4096;  // items cycled through by the single-producer rows
 constexpr int kBatch = 16;             // operations per timed batch (below the ring's 31)
 
@@ -546,13 +547,22 @@ void BM_Producers(benchmark::State& state) {
 }
 
 // ------------------------------------------------------------ registration
+/// The repetitions of the single-producer destructor rows, their floors and
+/// the clock pair (the fast- and slow-path headline rows and the slow-path
+/// breakdown): DC_BENCH_HEADLINE_REPS when set (a row's own count overrides
+/// --benchmark_repetitions), so these cheap rows can repeat more often than
+/// the long drain and producer rows.
+benchmark::internal::Benchmark* headline_reps(benchmark::internal::Benchmark* b) {
+  return g_headline_reps > 0 ? b->Repetitions(g_headline_reps) : b;
+}
+
 template <class V>
 void register_variant() {
   const std::string v = V::name;
-  benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
-                               &BM_DestructorOutstanding<V>);
-  benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
-                               &BM_Batch16DestructorNone<V>)
+  headline_reps(benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
+                                             &BM_DestructorOutstanding<V>));
+  headline_reps(benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
+                                             &BM_Batch16DestructorNone<V>))
       ->UseManualTime();
   for (std::int64_t n : drain_sizes()) {
     drain_iterations(benchmark::RegisterBenchmark(row("drain/" + v).c_str(), &BM_Drain<V>)
@@ -573,23 +583,24 @@ void register_variant() {
 template <class V>
 void register_ablation() {
   const std::string v = V::name;
-  benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
-                               &BM_DestructorOutstanding<V>);
-  benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
-                               &BM_Batch16DestructorNone<V>)
+  headline_reps(benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
+                                             &BM_DestructorOutstanding<V>));
+  headline_reps(benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
+                                             &BM_Batch16DestructorNone<V>))
       ->UseManualTime();
 }
 
 void register_all() {
-  benchmark::RegisterBenchmark(row("floor/treiber_push").c_str(), &BM_TreiberPush);
+  headline_reps(benchmark::RegisterBenchmark(row("floor/treiber_push").c_str(), &BM_TreiberPush));
   benchmark::RegisterBenchmark(row("mutex_vector/outstanding").c_str(), &BM_MutexVectorOutstanding);
   auto* naive = benchmark::RegisterBenchmark(row("naive/per_payload").c_str(), &BM_NaivePerPayload)
                     ->Arg(31)
                     ->Arg(32);
   if (g_smoke) naive->Iterations(2000);  // two bursts of 1000
-  benchmark::RegisterBenchmark(row("clock/steady_clock_pair").c_str(), &BM_ClockPair)
+  headline_reps(benchmark::RegisterBenchmark(row("clock/steady_clock_pair").c_str(), &BM_ClockPair))
       ->UseManualTime();
-  benchmark::RegisterBenchmark(row("batch16/floor/treiber_push").c_str(), &BM_Batch16Treiber)
+  headline_reps(
+      benchmark::RegisterBenchmark(row("batch16/floor/treiber_push").c_str(), &BM_Batch16Treiber))
       ->UseManualTime();
   benchmark::RegisterBenchmark(row("batch16/mutex_vector/none").c_str(), &BM_Batch16MutexVectorNone)
       ->UseManualTime();
@@ -629,6 +640,8 @@ void register_all() {
 int main(int argc, char** argv) {
   const char* smoke = std::getenv("DC_BENCH_SMOKE");
   dc_bench::g_smoke = smoke != nullptr && std::string(smoke) == "1";
+  const char* reps = std::getenv("DC_BENCH_HEADLINE_REPS");
+  dc_bench::g_headline_reps = reps != nullptr ? std::atoi(reps) : 0;
   dc_bench::register_all();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
