@@ -284,3 +284,80 @@ def test_the_second_run_measured_the_same_sources_and_its_table_matches(page):
     for cells, h in zip(body, want, strict=True):
         assert cells[2] == f"{expected_ratio(base, h):.2f}", (cells, h["id"])
         assert cells[4] == f"{expected_ratio(rep, other[h['id']]):.2f}", (cells, h["id"])
+
+
+def _page_text(page_html: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page_html)).split())
+
+
+def breakdown_mismatches(page_html: str, data: dict) -> list[str]:
+    """Every difference between the page's slow-path breakdown and the JSON:
+    the table's ratios recomputed from the raw rows, and the sentence on
+    ONE_WORD against the reference-no-gate row's ratio and the target."""
+    section = data.get("slow_path_breakdown")
+    parser = _Tables("dc-bench-breakdown")
+    parser.feed(page_html)
+    text = _page_text(page_html)
+    if section is None:
+        problems = [] if "Not measured yet" in text else ["no 'Not measured yet' on the page"]
+        if parser.rows:
+            problems.append("a breakdown table without a slow_path_breakdown section")
+        return problems
+    if not parser.rows:
+        return ["no breakdown table on the page"]
+    core = data["core"]
+    clock = core["clock/steady_clock_pair"]["ns_per_item"]
+
+    def slow(v: str) -> float:
+        return core[f"batch16/destructor/{v}/none"]["ns_per_item"] - clock
+
+    def fast(v: str) -> float:
+        return core[f"destructor/{v}/outstanding"]["ns_per_item"]
+
+    base = section["base"]
+    body = parser.rows[1:]
+    problems = []
+    if [c[0] for c in body] != [r["variant"] for r in section["rows"]]:
+        problems.append(f"rows {[c[0] for c in body]} != {[r['variant'] for r in section['rows']]}")
+    for cells in body:
+        v = cells[0]
+        want = [f"{slow(v) / slow(base):.2f}", f"{fast(v) / fast(base):.2f}"]
+        if [cells[3], cells[5]] != want:
+            problems.append(f"{v}: page shows {[cells[3], cells[5]]}, the raw rows give {want}")
+    no_gate = slow("reference-no-gate") / slow(base)
+    bound = float(section["target"].split()[1])
+    m = re.search(r"Without the gate the reference's slow path takes (\d+\.\d\d)× the", text)
+    if not m:
+        problems.append("no sentence on ONE_WORD's bound")
+    else:
+        if m.group(1) != f"{no_gate:.2f}":
+            problems.append(f"the sentence says {m.group(1)}×, the raw rows give {no_gate:.2f}×")
+        verdict = "cannot meet the target" if no_gate > bound else "does not decide"
+        if verdict not in text[m.start() : m.start() + 400]:
+            problems.append(f"the sentence does not say {verdict!r} for {no_gate:.2f} vs {bound}")
+    return problems
+
+
+def test_slow_path_breakdown_matches_committed_json_or_says_not_measured(page):
+    data = json.loads(DATA.read_text())
+    assert breakdown_mismatches(page, data) == []
+    why = _Tables("dc-bench-breakdown-why")
+    why.feed(page)
+    checks = {c for row in why.rows[1:] for c in row if c.startswith("tests/model/run.py::")}
+    assert checks == {"tests/model/run.py::no_gate", "tests/model/run.py::no_rearm"}, why.rows
+
+
+def test_the_breakdown_comparison_catches_a_changed_or_missing_section(page):
+    data = json.loads(DATA.read_text())
+    if "slow_path_breakdown" in data:
+        tampered = copy.deepcopy(data)
+        tampered["core"]["batch16/destructor/reference-no-gate/none"]["ns_per_item"] *= 1.5
+        assert any("raw rows give" in p for p in breakdown_mismatches(page, tampered))
+        gone = copy.deepcopy(data)
+        del gone["slow_path_breakdown"]
+        assert breakdown_mismatches(page, gone) != []
+    else:
+        # The page says "not measured yet"; a section it does not show is caught.
+        claimed = copy.deepcopy(data)
+        claimed["slow_path_breakdown"] = {"base": "cuda-core-1.2", "target": "<= 1.0", "rows": []}
+        assert breakdown_mismatches(page, claimed) != []

@@ -272,11 +272,11 @@ def core_rows(raw: dict) -> dict[str, dict]:
 
 
 def _short(run_name: str) -> str:
-    """Drop Google Benchmark's decorations (iterations:N, manual_time)."""
+    """Drop Google Benchmark's decorations (iterations:N, repeats:N, manual_time)."""
     parts = [
         p
         for p in run_name.split("/")
-        if not p.startswith("iterations:") and p not in ("manual_time", "real_time")
+        if not p.startswith(("iterations:", "repeats:")) and p not in ("manual_time", "real_time")
     ]
     return "/".join(parts)
 

@@ -808,6 +808,8 @@ BREAKDOWN_WHY = [
     ("the in-flight gate", "reference-no-gate", ["no_gate"]),
     ("re-arm (call token, stale clock)", "reference-no-rearm", ["no_rearm"]),
 ]
+
+
 def one_word_bound(section: dict) -> str:
     """tools/bench.py's :func:`one_word_bound` (the page's sentence on the
     one-state-word candidate, generated from the breakdown)."""
