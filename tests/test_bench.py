@@ -146,6 +146,32 @@ def test_one_pending_call_however_many_producers(smoke_rows):
         assert smoke_rows[f"batch16/destructor/{v}/none"]["host_calls_per_op"] == 1, v
 
 
+def test_slow_path_breakdown_rows_run_and_call_the_host_once(smoke_rows):
+    # The breakdown's bench-only policies (tests/bench/variants.hpp): each
+    # compiles against the real headers, runs both destructor rows without the
+    # rows' own errors, makes one host call per destructor with none
+    # outstanding and one call in all with one outstanding, and allocates nothing.
+    names = [v for v, _ in bench.ABLATIONS]
+    assert set(VARIANT_NAMES) & set(names) == {"reference"}
+    for v in names:
+        out, none = (
+            smoke_rows[f"destructor/{v}/outstanding"],
+            smoke_rows[f"batch16/destructor/{v}/none"],
+        )
+        assert not out.get("error_occurred") and not none.get("error_occurred"), v
+        assert none["host_calls_per_op"] == 1, v
+        assert out["host_calls"] == 1, v
+        assert out["allocations"] == 0, v
+    # Only the two destructor rows: the variants' own tables keep three variants.
+    extra = [v for v in names if v not in VARIANT_NAMES]
+    assert not [
+        k for k in smoke_rows if any(f"/{v}/" in k for v in extra) and "destructor/" not in k
+    ]
+    assert not [
+        k for k in smoke_rows if k.startswith(("drain/", "mt/")) and any(v in k for v in extra)
+    ]
+
+
 def test_queue_allocates_nothing(smoke_rows):
     item_bytes = smoke_rows["drain/reference/1000"]["bytes_per_item"]
     assert (
