@@ -85,7 +85,7 @@ TARGET_THROUGHPUT = 0.9  # reference throughput / bare Treiber push throughput, 
 TARGET_DRAIN = 1.3  # reference drain per item / the oldest-first floor (floor/drain_reversed)
 TARGET_CALLS_PER_PAYLOAD = 0.01
 TARGET_CONSUMER = 1.2  # through the queue / direct (end to end)
-#: The slow-path breakdown (issue 27): the reference with one piece removed,
+#: The slow-path breakdown: the reference with one piece removed,
 #: and cuda-core-1.2-fixed (bench-only rows of tests/bench/variants.hpp,
 #: DC_BENCH_ABLATIONS), each measured on the two destructor rows only.  Each
 #: entry: the row's variant, and the piece of the reference it lacks.
