@@ -909,6 +909,23 @@ def report(data: dict) -> tuple[str, str]:
         ]
     )
     text = intro + "\n\n" + text_table(head, rows)
+    section = data.get("slow_path_breakdown")
+    if section:
+        b_head = ["row", "removed", "slow ns", f"/ {section['base']}", "fast ns", "/ fast"]
+        b_rows = [
+            [
+                r["variant"],
+                r["removed"],
+                f"{r['slow_ns']:.1f}",
+                f"{r['slow_ratio']:.2f}",
+                f"{r['fast_ns']:.2f}",
+                f"{r['fast_ratio']:.2f}",
+            ]
+            for r in section["rows"]
+        ]
+        bound = one_word_bound(section).replace("``", "")
+        md += "\n\n## Slow-path breakdown\n\n" + md_table(b_head, b_rows) + "\n\n" + bound + "\n"
+        text += "\n\nSlow-path breakdown\n" + text_table(b_head, b_rows) + "\n" + bound
     return md, text
 
 
