@@ -137,6 +137,8 @@ InterruptCounters make_interrupt_counters() {
 }
 InterruptRule g_interrupts{make_interrupt_counters()};
 
+InterruptRule& host_interrupts() { return g_interrupts; }
+
 /// Host::after_drain: the rule's (main thread, GIL held).
 int host_after_drain() { return g_interrupts.after_drain(); }
 
