@@ -137,8 +137,6 @@ InterruptCounters make_interrupt_counters() {
 }
 InterruptRule g_interrupts{make_interrupt_counters()};
 
-InterruptRule& host_interrupts() { return g_interrupts; }
-
 /// Host::after_drain: the rule's (main thread, GIL held).
 int host_after_drain() { return g_interrupts.after_drain(); }
 
@@ -337,6 +335,8 @@ void release_uncreated(PyPayload* p) {
   });
   if (host_is_main_thread()) raise_deferred_interrupt();
 }
+
+cpython::detail::InterruptRule& host_interrupts() { return g_interrupts; }
 
 void raise_deferred_interrupt() {
   // The rule's delivery (nothing inside a cleanup; counted there).
