@@ -419,3 +419,23 @@ def test_exit_waits_as_configured_whatever_the_drivers(scenario, exit_wait_s, ba
         f"exit_wait_s={exit_wait_s}, backstop_wait_s={backstop_wait_s} (hang guard: 4 s slack)"
     )
     assert out["at_exit"]["exit_destructors_not_run"] == 100, out["at_exit"]
+
+
+EXIT_WAIT_BOUND_S = 60.0  # far beyond an exit that does not wait it out
+
+
+def test_ctrl_c_during_the_exit_wait_ends_it_and_the_sequence_still_runs(scenario):
+    """Ctrl-C while step 0 waits for destructors that stay due: the wait ends
+    (the signal handler runs between its sleeps), steps 1-3 still run, and
+    the KeyboardInterrupt is shown at the end of the exit sequence."""
+    t0 = time.monotonic()
+    out = scenario("exit_ctrl_c", "20", str(EXIT_WAIT_BOUND_S), timeout_s=2 * EXIT_WAIT_BOUND_S)
+    seconds = time.monotonic() - t0
+    assert out["result"] == {"created": 20, "held": 20}, out["stderr"][-3000:]
+    assert "KeyboardInterrupt" in out["stderr"], f"rc {out['rc']}\n{out['stderr'][-3000:]}"
+    assert seconds < EXIT_WAIT_BOUND_S / 2, f"Ctrl-C did not end the exit wait: {seconds} s"
+    s = out["at_exit"]
+    # The rest of the sequence ran: the hook finished (gate closed, final
+    # drain), the held destructors are reported, nothing ran after it.
+    assert s["exit_hook_ran"] is True and s["exit_destructors_not_run"] == 20, s
+    assert s["cleanups_after_shutdown"] == 0 and s["host_calls_after_teardown"] == 0, s

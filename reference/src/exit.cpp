@@ -263,15 +263,24 @@ namespace {
 /// still outstanding in g_exit.  Returns the cleanups run.
 template <class Q>
 std::uint64_t await_due_destructors(Q& q) {
-  const std::int64_t start = now_ns();
+  struct Wait {
+    Q& q;
+    std::uint64_t drained = 0;
+  } w{q};
+  // The host library's exit wait (src/cpython/exit_phase.hpp): runs signal
+  // handlers between drains; a Ctrl-C ends it, kept by the interrupt rule
+  // and raised at the end of the exit sequence (raise_deferred_interrupt).
   const std::int64_t bound = q.settings.exit_wait_ns.load(std::memory_order_relaxed);  // a setting
-  std::uint64_t drained = 0;
-  for (;;) {
-    drained += drain_all(q);
-    if (destructors_due() == 0 && q.empty_snapshot()) break;
-    if (now_ns() - start >= bound) break;
-    without_gil([] { std::this_thread::sleep_for(std::chrono::microseconds(500)); });
-  }
+  deferred_cleanup::cpython::detail::exit_wait(
+      host_interrupts(), bound,
+      [](void* wp) {
+        Wait& w = *static_cast<Wait*>(wp);
+        w.drained += drain_all(w.q);
+        if (destructors_due() == 0 && w.q.empty_snapshot()) return false;
+        return true;
+      },
+      &w);
+  const std::uint64_t drained = w.drained;
   g_exit.destructors_not_run = destructors_due();
   g_exit.graphs_alive = graphs_alive();
   g_exit.payloads_in_live_graphs = payloads_in_live_graphs();
@@ -397,6 +406,19 @@ void init_exit(py::module_& m) {
         "_mark_atexit_end() -> None\n\nComparison variants: record the end of the atexit phase "
         "(for the window "
         "report of the Py_AtExit backstop).");
+  m.def(
+      "_register_exit_hook",
+      [](py::object sequence) {
+        // The host library's registration (src/cpython/exit_phase.hpp).
+        if (deferred_cleanup::cpython::detail::register_exit_sequence(sequence.ptr()) != 0)
+          throw py::error_already_set();
+      },
+      py::arg("sequence"),
+      "_register_exit_hook(sequence: Callable[[], object]) -> None\n\nRegister the exit "
+      "sequence late in the atexit phase: last on 3.10-3.13 (threading._register_atexit; "
+      "every other handler runs first, once), at the position of the call on 3.14+.  The "
+      "host library's registration, shared with every extension built on it.  Raises what "
+      "importing atexit/threading or registering raises.");
   m.def(
       "_atexit_registered", [] { return g_atexit_rc == 0; },
       "_atexit_registered() -> bool\n\nWhether Py_AtExit accepted the backstop.");

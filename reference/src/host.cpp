@@ -336,6 +336,8 @@ void release_uncreated(PyPayload* p) {
   if (host_is_main_thread()) raise_deferred_interrupt();
 }
 
+cpython::detail::InterruptRule& host_interrupts() { return g_interrupts; }
+
 void raise_deferred_interrupt() {
   // The rule's delivery (nothing inside a cleanup; counted there).
   if (g_interrupts.deliver() != 0) throw py::error_already_set();

@@ -42,6 +42,7 @@
 #include "deferred_cleanup/policy.hpp"
 #include "deferred_cleanup/queue.hpp"
 #include "cpython/host_threads.hpp"  // src/cpython: the host library's producer count, fork reset
+#include "cpython/exit_phase.hpp"    // src/cpython: the host library's exit order, exit wait
 #include "cpython/interrupt.hpp"     // src/cpython: the host library's interrupt rule
 #include "cpython/runtime.hpp"       // src/cpython: the host library's shared rules
 #include "drivers.hpp"
@@ -164,6 +165,11 @@ void entry();
 
 /// Raise the KeyboardInterrupt/SystemExit a cleanup raised, if any.
 void raise_deferred_interrupt();
+
+/// The host's interrupt rule (the host library's, src/cpython/interrupt.hpp),
+/// for the shared exit wait (src/cpython/exit_phase.hpp).  Main thread, GIL
+/// held.
+deferred_cleanup::cpython::detail::InterruptRule& host_interrupts();
 
 /// Whether shutdown closed the door (the API refuses new attachments).
 bool shut_down();

@@ -7,15 +7,15 @@
 //                  (bounded by exit_wait_ns); steps 1-3 (shutdown.hpp): close,
 //                  wait out producers in the gate, final drain.  The host stays
 //                  alive for main-thread drains until CPython finalizes (step
-//                  4, note_finalizing).  Registered from C, last on 3.10-3.13.
+//                  4, note_finalizing).  Registered from C, last on 3.10-3.13
+//                  (exit_phase.hpp).
 //   Py_AtExit      the backstop: host dead, wait (bounded) for producers still
 //                  inside Py_AddPendingCall, count the leaked items.  No
 //                  Python API from there on.
-#include <chrono>
 #include <cstdio>
-#include <thread>
 
 #include "deferred_cleanup/shutdown.hpp"
+#include "exit_phase.hpp"
 #include "host_internal.hpp"
 
 namespace deferred_cleanup::cpython::detail {
@@ -47,22 +47,20 @@ bool work_due() {
 PyObject* exit_sequence(PyObject*, PyObject*) {
   Queue& q = *g.queue;
   if (g.exit_ran || !q.host_alive() || !is_main_thread()) Py_RETURN_NONE;
-  // 0. Drain while work is due, up to the exit wait; the GIL is released
-  //    between drains so the user's threads (and Python threads) progress.
-  const std::int64_t start = now_ns();
-  const std::int64_t bound = q.settings.exit_wait_ns.load(std::memory_order_relaxed);  // setting
-  g.exit_sequence_running = true;  // releases everything: no early stop (host_stop_drain)
-  //    A KeyboardInterrupt/SystemExit (Ctrl-C, from a signal handler run
-  //    here or by a cleanup) ends the wait; steps 1-3 still run, and the
+  // 0. Drain while work is due, up to the exit wait (exit_phase.hpp, shared
+  //    with the reference module): the GIL is released between drains so
+  //    the user's threads (and Python threads) progress; a
+  //    KeyboardInterrupt/SystemExit (Ctrl-C, from a signal handler run there
+  //    or by a cleanup) ends the wait; steps 1-3 still run, and the
   //    interrupt is raised at the end.
-  for (;;) {
-    drain_all(q);
-    if (interrupt_kept() || !work_due() || now_ns() - start >= bound) break;
-    PyThreadState* ts = PyEval_SaveThread();  // the GIL released while it sleeps
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-    PyEval_RestoreThread(ts);
-    if (PyErr_CheckSignals() != 0) report_host_error();  // Ctrl-C: kept, ends the wait
-  }
+  g.exit_sequence_running = true;  // releases everything: no early stop (host_stop_drain)
+  exit_wait(
+      interrupts(), q.settings.exit_wait_ns.load(std::memory_order_relaxed),  // setting
+      [](void* qp) {
+        drain_all(*static_cast<Queue*>(qp));
+        return work_due();
+      },
+      &q);
   // 1.-3. Close, wait out the gate, final drain.
   shutdown_at_exit(q, kDefaultGateBound);
   g.exit_sequence_running = false;
@@ -75,55 +73,6 @@ PyObject* exit_sequence(PyObject*, PyObject*) {
 
 PyMethodDef g_sequence_def = {"_deferred_cleanup_exit_sequence", &exit_sequence, METH_NOARGS,
                               nullptr};
-
-#if PY_VERSION_HEX < 0x030E0000  // used by register_exit() on 3.10-3.13 only
-// 3.10-3.13: the hook registered last (so run first) runs every other
-// handler itself, then the sequence (reference/python/deferred_cleanup/
-// __init__.py, _register_exit_hook, says why; Modules/atexitmodule.c).
-bool g_hook_running = false, g_hook_done = false;
-
-PyObject* last_hook(PyObject*, PyObject*) {
-  if (g_hook_running || g_hook_done) Py_RETURN_NONE;
-  g_hook_running = true;
-  PyObject* atexit = PyImport_ImportModule("atexit");
-  PyObject* r =
-      atexit != nullptr ? PyObject_CallMethod(atexit, "_run_exitfuncs", nullptr) : nullptr;
-  Py_XDECREF(atexit);
-  if (r == nullptr) PyErr_WriteUnraisable(nullptr);
-  Py_XDECREF(r);
-  g_hook_running = false;
-  g_hook_done = true;
-  return exit_sequence(nullptr, nullptr);
-}
-
-PyMethodDef g_last_hook_def = {"_deferred_cleanup_exit_hook", &last_hook, METH_NOARGS, nullptr};
-
-PyObject* register_last(PyObject*, PyObject*) {
-  PyObject* atexit = PyImport_ImportModule("atexit");
-  if (atexit == nullptr) return nullptr;
-  PyObject* hook = PyCFunction_New(&g_last_hook_def, nullptr);
-  PyObject* r = hook != nullptr ? PyObject_CallMethod(atexit, "register", "O", hook) : nullptr;
-  Py_XDECREF(hook);
-  Py_DECREF(atexit);
-  if (r == nullptr) return nullptr;
-  Py_DECREF(r);
-  Py_RETURN_NONE;
-}
-PyMethodDef g_register_last_def = {"_deferred_cleanup_register_last", &register_last, METH_NOARGS,
-                                   nullptr};
-#endif
-
-int call_with_function(const char* module, const char* method, PyMethodDef* def) {
-  PyObject* m = PyImport_ImportModule(module);
-  if (m == nullptr) return -1;
-  PyObject* f = PyCFunction_New(def, nullptr);
-  PyObject* r = f != nullptr ? PyObject_CallMethod(m, method, "O", f) : nullptr;
-  Py_XDECREF(f);
-  Py_DECREF(m);
-  if (r == nullptr) return -1;
-  Py_DECREF(r);
-  return 0;
-}
 
 /// How long the backstop waits for producers inside Py_AddPendingCall.
 constexpr std::int64_t kBackstopWaitNs = 5'000'000'000;  // 5 s
@@ -149,17 +98,13 @@ int register_exit() {
                  "deferred_cleanup: CPython's Py_AtExit table is full: no backstop at "
                  "finalization (leaks after the exit sequence are not counted)\n");
   }
-#if PY_VERSION_HEX < 0x030E0000
-  // 3.10-3.13: threading._register_atexit callbacks run in threading._shutdown,
-  // before the atexit handlers (Lib/threading.py, v3.9+).
-  if (call_with_function("threading", "_register_atexit", &g_register_last_def) == 0) return 0;
-  if (!PyErr_ExceptionMatches(PyExc_AttributeError) && !PyErr_ExceptionMatches(PyExc_RuntimeError))
-    return -1;
-  PyErr_Clear();
-#endif
-  // 3.14+ runs atexit handlers from a copy of its list: the sequence is a
-  // plain handler, at the position of the import.
-  return call_with_function("atexit", "register", &g_sequence_def);
+  // Late in the atexit phase: last on 3.10-3.13, at the position of the
+  // import on 3.14+ (exit_phase.hpp, shared with the reference module).
+  PyObject* sequence = PyCFunction_New(&g_sequence_def, nullptr);
+  if (sequence == nullptr) return -1;
+  const int rc = register_exit_sequence(sequence);
+  Py_DECREF(sequence);
+  return rc;
 }
 
 }  // namespace deferred_cleanup::cpython::detail

@@ -125,7 +125,7 @@ int deliver_deferred_interrupt() { return g_interrupts.deliver(); }
 
 void report_host_error() { g_interrupts.report(nullptr); }
 
-bool interrupt_kept() { return g_interrupts.kept(); }
+InterruptRule& interrupts() { return g_interrupts; }
 
 }  // namespace deferred_cleanup::cpython::detail
 

@@ -73,9 +73,9 @@ int deliver_deferred_interrupt();
 /// sys.unraisablehook); the error state is clear afterwards.  Main thread,
 /// GIL held, an exception set.
 void report_host_error();
-/// Whether a KeyboardInterrupt/SystemExit is kept, not yet delivered.  Main
-/// thread, GIL held.
-bool interrupt_kept();
+/// The host's interrupt rule (static storage), for the shared exit wait
+/// (exit_phase.hpp).  Main thread, GIL held.
+InterruptRule& interrupts();
 /// exit.cpp: register the atexit-phase sequence and the Py_AtExit backstop.
 /// Main thread, GIL held.  Returns -1 with an exception set on error.
 int register_exit();

@@ -3,9 +3,9 @@
 handlers between its sleeps: Ctrl-C during the exit wait is not seen until
 the wait's bound."""
 
-FILE = "src/cpython/exit.cpp"
+FILE = "src/cpython/exit_phase.cpp"
 FIND = """\
-    if (PyErr_CheckSignals() != 0) report_host_error();  // Ctrl-C: kept, ends the wait
+    if (PyErr_CheckSignals() != 0) rule.report(nullptr);  // Ctrl-C: kept, ends the wait
 """
 REPLACE = """\
     // MUTANT: no signal handlers during the exit wait

@@ -1,14 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """The exit hook is registered at import (plain LIFO) on every version."""
 
-FILE = "reference/python/deferred_cleanup/__init__.py"
+FILE = "src/cpython/exit_phase.cpp"
 FIND = """\
-    try:
-        _threading._register_atexit(register_last)
+  const int rc = call_with("threading", "_register_atexit", later);
 """
 REPLACE = """\
-    try:
-        _atexit.register(hook)  # MUTANT: registered at import
+  const int rc = register_last(capsule, nullptr) == nullptr ? -1 : 0;  // MUTANT: registered at import
 """
 PROPERTY = "the exit sequence runs after every other atexit handler, each of them once, whatever their registration order (3.10-3.13)"
 NOTE = "registered at import, the hook still runs the earlier handlers itself, but re-runs the later ones: the order test sees each handler run twice"

@@ -3,10 +3,10 @@
 
 FILE = "reference/src/exit.cpp"
 FIND = """\
-    if (destructors_due() == 0 && q.empty_snapshot()) break;
+        if (destructors_due() == 0 && w.q.empty_snapshot()) return false;
 """
 REPLACE = """\
-    break;  // MUTANT: no wait for due destructors
+        return false;  // MUTANT: no wait for due destructors
 """
 PROPERTY = "payloads of graphs destroyed before exit are released while the interpreter is alive (bounded wait)"
 KILLED_BY = ["pytest:cp312-pyenv:tests/test_exit.py -k last-line"]

@@ -48,7 +48,6 @@ and :class:`GraphDestroyedError`; all derive from :class:`RuntimeError`.
 
 from __future__ import annotations
 
-import atexit as _atexit
 import sys as _sys
 import time as _time
 
@@ -392,6 +391,8 @@ def _register_exit_hook(sequence) -> None:
     the Python ``atexit`` phase: after every other handler where CPython
     allows it (3.10-3.13), otherwise at the position of the import.
 
+    The host library's registration (``register_exit_sequence``,
+    src/cpython/exit_phase.hpp), the same for every extension built on it.
     3.10-3.13: a threading-module exit callback (``threading._register_atexit``;
     those run in ``threading._shutdown``, before the ``atexit`` handlers)
     registers the hook with :mod:`atexit`, so it is the last registered and
@@ -417,34 +418,10 @@ def _register_exit_hook(sequence) -> None:
         None.
 
     Raises:
-        Nothing.
+        Whatever importing or calling ``atexit``/``threading`` raises
+        (nothing in practice).
     """
-    if not _ATEXIT_RUNS_LIVE_LIST:
-        _atexit.register(sequence)
-        return
-
-    import threading as _threading
-
-    state = {"running": False, "done": False}
-
-    def hook() -> None:
-        if state["running"] or state["done"]:
-            return
-        state["running"] = True
-        try:
-            _atexit._run_exitfuncs()
-        finally:
-            state["running"] = False
-            state["done"] = True
-        sequence()
-
-    def register_last() -> None:
-        _atexit.register(hook)
-
-    try:
-        _threading._register_atexit(register_last)
-    except (AttributeError, RuntimeError):
-        _atexit.register(sequence)
+    _native._register_exit_hook(sequence)
 
 
 if _native._has_exit_hook():
