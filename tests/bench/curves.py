@@ -87,18 +87,16 @@ SMOKE_REPS = {1: (20, 5), 100: (5, 3), 1000: (2, 2)}
 VARIANTS = ["reference", "seed", "cuda-core-1.2", "mutexq"]
 STALL_S = 10.0  # no payload released for this long: a stall, rescued by drain_now()
 TIMEOUT_S = 300.0  # hang guard of one burst
-# What a stamp covers (tools/provenance.py): the package and this runner.
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+import provenance  # noqa: E402  (tools/provenance.py)
+
+# What a stamp covers: the package and this runner.
 GLOBS = [
-    "include/deferred_cleanup/*.hpp",
-    "src/cpython/*.cpp",  # the CPython host library _native links
-    "src/cpython/*.hpp",
-    "reference/src/*.cpp",
-    "reference/src/*.hpp",
-    "reference/python/deferred_cleanup/*.py",
+    *provenance.PACKAGE_GLOBS,
     "tests/bench/curves.py",
     "tools/alternatives/altpool.cpp",
 ]
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _rss_bytes() -> int:
@@ -444,9 +442,6 @@ def run_all(
     if stamp:
         data["provenance"] = json.loads(Path(stamp).read_text())
     else:
-        sys.path.insert(0, str(REPO / "tools"))
-        import provenance  # noqa: PLC0415  (tools/provenance.py)
-
         data["provenance"] = provenance.stamp(GLOBS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1) + "\n")
