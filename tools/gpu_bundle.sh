@@ -76,7 +76,7 @@ cp "$CACHE"/cuda_core-1.2.2-*.whl "$DEST/wheels-cc122/"
 
 say "scripts and provenance stamps"
 cp tools/bench.py tools/bench_pending.py tools/gpu_compare.py tools/gpu_session.sh \
-  tools/provenance.py tests/bench/curves.py "$DEST/tools/"
+  tools/provenance.py tests/bench/curves.py tests/bench/e2e.py "$DEST/tools/"
 python3 tools/provenance.py show --glob 'tests/bench/pending_cost.c' --glob 'tools/bench_pending.py' \
   >"$DEST/provenance-pending.json"
 python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 'include/deferred_cleanup/comparison/*.hpp' \

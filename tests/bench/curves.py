@@ -88,7 +88,10 @@ VARIANTS = ["reference", "seed", "cuda-core-1.2", "mutexq"]
 STALL_S = 10.0  # no payload released for this long: a stall, rescued by drain_now()
 TIMEOUT_S = 300.0  # hang guard of one burst
 REPO = Path(__file__).resolve().parents[2]
+# tools/ of the repository; in the GPU bundle (tools/gpu_bundle.sh) this file is
+# copied beside bench.py and provenance.py, and its own folder is sys.path[0].
 sys.path.insert(0, str(REPO / "tools"))
+import bench  # noqa: E402  (tools/bench.py)
 import provenance  # noqa: E402  (tools/provenance.py)
 
 # What a stamp covers: the package and this runner.
@@ -117,7 +120,11 @@ class _Package:
     def __init__(self) -> None:
         import deferred_cleanup as dc  # noqa: PLC0415  (the variant is fixed at import)
 
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import e2e  # noqa: PLC0415  (tests/bench/e2e.py: the held graph)
+
         self.dc = dc
+        self.e2e = e2e
         self.name = dc.variant()
         self.driver = dc.SimulatedDriver()
 
@@ -125,13 +132,8 @@ class _Package:
         return [object() for _ in range(n)]
 
     def prepare(self, payloads: list, finalizer) -> dict:
-        g = self.driver.create_graph()
-        for p in payloads:
-            g.attach(p, finalizer)
-        payloads.clear()  # the graph holds the last references now
-        self.driver.set_hold(True)
-        g.destroy()  # the user objects die; their destructor calls are held
-        return {"n": g.attached, "before": self.dc.counters()}
+        n = self.e2e.hold(self.driver, payloads, finalizer)  # empties payloads
+        return {"n": n, "before": self.dc.counters()}
 
     def start(self, h: dict) -> None:
         """Release the held calls from min(THREADS, n) native threads; returns at once."""
@@ -391,16 +393,8 @@ def run_one(variant: str, smoke: bool, altpool: str | None) -> dict:
 
 
 def _machine() -> dict:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return {
-        "cpu": cpu,
+        "cpu": bench.cpu_model(),  # tools/bench.py's, as the bench pages have it
         "cores": os.cpu_count(),
         "kernel": platform.release(),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
