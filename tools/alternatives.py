@@ -59,6 +59,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import provenance  # noqa: E402  (tools/provenance.py: standard library only)
+
 SRC = REPO / "tools" / "alternatives" / "altpool.cpp"
 OUT = REPO / "docs" / "_data" / "alternatives.json"
 HANDOFFS = ["gil", "guard", "asyncio", "mutexq", "core"]
@@ -80,15 +83,22 @@ NAMES = [
     "cp314-sid",
     "cp315-sid",
 ]
+#: Globs of provenance.PACKAGE_GLOBS this tool's committed stamp lacks (see GLOBS).
+ALTERNATIVES_NOT_YET = (
+    "src/cpython/*.cpp",
+    "src/cpython/*.hpp",
+    "reference/src/*.hpp",
+    "reference/python/deferred_cleanup/*.py",
+)
 # The sources whose change makes the data stale (tools/provenance.py).
 GLOBS = [
     "tools/alternatives.py",
     "tools/alternatives/*.cpp",
-    "include/deferred_cleanup/*.hpp",
-    # src/cpython/*.{cpp,hpp} (the host library _native links since the one-host
-    # merge) belong here too; they join with the next measurement, because
-    # tests/test_alternatives.py requires the committed stamp's globs to be these.
-    "reference/src/*.cpp",
+    # The package, less what the committed stamp predates: src/cpython/*.{cpp,hpp}
+    # (the host library _native links since the one-host merge) and the rest of
+    # PACKAGE_GLOBS join with the next measurement, because tests/test_alternatives.py
+    # requires the committed stamp's globs to be these.
+    *provenance.package_globs(without=ALTERNATIVES_NOT_YET),
     "reference/python/deferred_cleanup/__init__.py",
 ]
 THREADS = 8
@@ -574,9 +584,6 @@ def main(argv: list[str] | None = None) -> int:
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(data, indent=2) + "\n")
-    sys.path.insert(0, str(REPO / "tools"))
-    import provenance  # noqa: PLC0415
-
     provenance.write_stamp(a.out, provenance.stamp(GLOBS))
     for which in ("burst", "exit"):
         head, rows = table_rows(data, which)

@@ -395,15 +395,23 @@ def collect_e2e(name: str, rc: int, log: Path) -> dict:
 
 
 # ------------------------------------------------------------ 4. report
-def machine() -> dict:
-    cpu = ""
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux).
+
+    :returns: the first ``model name`` line's value (str); "" where there is
+        none or the file cannot be read
+    """
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return ""
+
+
+def machine() -> dict:
+    cpu = cpu_model()
     env = os.environ
     if env.get("DC_BENCH_COMPILER"):
         compiler = env["DC_BENCH_COMPILER"]

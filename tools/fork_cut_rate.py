@@ -33,13 +33,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import provenance  # noqa: E402  (tools/provenance.py)
+
 SCENARIO = REPO / "tests" / "scenarios" / "fork_child.py"
+# The package's C++ (the scenario child uses no module of the Python package).
 GLOBS = [
-    "include/deferred_cleanup/*.hpp",
-    "src/cpython/*.cpp",  # the CPython host library _native links
-    "src/cpython/*.hpp",
-    "reference/src/*.cpp",
-    "reference/src/*.hpp",
+    *provenance.package_globs(without=("reference/python/deferred_cleanup/*.py",)),
     "tests/scenarios/fork_child.py",
     "tools/fork_cut_rate.py",
 ]

@@ -76,22 +76,23 @@ cp "$CACHE"/cuda_core-1.2.2-*.whl "$DEST/wheels-cc122/"
 
 say "scripts and provenance stamps"
 cp tools/bench.py tools/bench_pending.py tools/gpu_compare.py tools/gpu_session.sh \
-  tools/provenance.py tests/bench/curves.py "$DEST/tools/"
+  tools/provenance.py tests/bench/curves.py tests/bench/e2e.py "$DEST/tools/"
 python3 tools/provenance.py show --glob 'tests/bench/pending_cost.c' --glob 'tools/bench_pending.py' \
   >"$DEST/provenance-pending.json"
 python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 'include/deferred_cleanup/comparison/*.hpp' \
   --glob 'tests/bench/*.cpp' --glob 'tests/bench/*.hpp' --glob 'tests/bench/CMakeLists.txt' \
   >"$DEST/provenance-bench.json"
-python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' --glob 'include/deferred_cleanup/comparison/*.hpp' \
-  --glob 'src/cpython/*.cpp' --glob 'src/cpython/*.hpp' \
-  --glob 'reference/src/*.cpp' --glob 'reference/src/*.hpp' \
-  --glob 'reference/python/deferred_cleanup/*.py' --glob 'tools/gpu_compare.py' \
+# The package's globs (tools/provenance.py PACKAGE_GLOBS), as --glob arguments.
+mapfile -t pkg < <(python3 tools/provenance.py package-globs)
+pkg_args=()
+for g in "${pkg[@]}"; do pkg_args+=(--glob "$g"); done
+# the comparison headers follow the core headers (the first package glob), as the
+# committed stamp has them
+python3 tools/provenance.py show "${pkg_args[@]:0:2}" --glob 'include/deferred_cleanup/comparison/*.hpp' \
+  "${pkg_args[@]:2}" --glob 'tools/gpu_compare.py' \
   --glob 'tools/pending_call_counter.c' >"$DEST/provenance-gpu-compare.json"
 # the globs of tests/bench/curves.py (GLOBS)
-python3 tools/provenance.py show --glob 'include/deferred_cleanup/*.hpp' \
-  --glob 'src/cpython/*.cpp' --glob 'src/cpython/*.hpp' \
-  --glob 'reference/src/*.cpp' --glob 'reference/src/*.hpp' \
-  --glob 'reference/python/deferred_cleanup/*.py' --glob 'tests/bench/curves.py' \
+python3 tools/provenance.py show "${pkg_args[@]}" --glob 'tests/bench/curves.py' \
   --glob 'tools/alternatives/altpool.cpp' >"$DEST/provenance-curves.json"
 {
   dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo +uncommitted || true)

@@ -29,15 +29,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import provenance  # noqa: E402  (tools/provenance.py)
+
 OUT = REPO / "notes" / "interpreters"
 #: What the probe and the suite measured: the package, its C++ and the tests.
 GLOBS = [
-    "include/deferred_cleanup/*.hpp",
-    "src/cpython/*.cpp",  # the CPython host library _native links
-    "src/cpython/*.hpp",
-    "reference/src/*.cpp",
-    "reference/src/*.hpp",
-    "reference/python/deferred_cleanup/*.py",
+    *provenance.PACKAGE_GLOBS,
     "tests/*.py",
     "tests/scenarios/*.py",
 ]

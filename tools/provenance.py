@@ -36,6 +36,7 @@ Standard library only.  Usage::
     tools/provenance.py stamp FILE [--glob G ...] [--at COMMIT]   add or renew FILE's stamp
     tools/provenance.py check FILE                   print the changed sources; exit 1 if any
     tools/provenance.py show [--glob G ...]          print a stamp of the tree as it is
+    tools/provenance.py package-globs               print PACKAGE_GLOBS, one a line
 """
 
 from __future__ import annotations
@@ -52,6 +53,33 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The core: what every figure about the queue, the drain or the gate measured.
 CORE_GLOBS = ["include/deferred_cleanup/*.hpp"]
+
+#: The package: the core headers, the CPython host library ``_native`` links, the
+#: reference core and the Python package. The tools that stamp a measurement of
+#: the package start their globs with this list (or with a named part of it), in
+#: this order: a committed stamp's ``globs`` is compared with the tool's.
+PACKAGE_GLOBS = [
+    *CORE_GLOBS,
+    "src/cpython/*.cpp",  # the CPython host library _native links
+    "src/cpython/*.hpp",
+    "reference/src/*.cpp",
+    "reference/src/*.hpp",
+    "reference/python/deferred_cleanup/*.py",
+]
+
+
+def package_globs(without: tuple[str, ...] = ()) -> list[str]:
+    """PACKAGE_GLOBS in order, less the globs in ``without``.
+
+    :param without: globs of PACKAGE_GLOBS to leave out (a tool whose committed
+        stamp predates them); each must be one of PACKAGE_GLOBS
+    :returns: a new list of globs (list[str])
+    :raises ValueError: when ``without`` names a glob not in PACKAGE_GLOBS
+    """
+    unknown = set(without) - set(PACKAGE_GLOBS)
+    if unknown:
+        raise ValueError(f"not package globs: {sorted(unknown)}")
+    return [g for g in PACKAGE_GLOBS if g not in without]
 
 
 def _files(globs: list[str], repo: Path) -> list[str]:
@@ -213,7 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("file", type=Path)
     s = sub.add_parser("show")
     s.add_argument("--glob", action="append", dest="globs")
+    sub.add_parser("package-globs", help="print PACKAGE_GLOBS, one a line (for shell scripts)")
     a = ap.parse_args(argv)
+    if a.cmd == "package-globs":
+        print("\n".join(PACKAGE_GLOBS))
+        return 0
     if a.cmd == "show":
         print(json.dumps(stamp(a.globs), indent=2))
         return 0

@@ -13,7 +13,6 @@ with ``:which: crashes``, the last line a failing child wrote to stderr.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from docutils import nodes
@@ -21,6 +20,7 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 import dc_scripts as scripts
+from dc_json import read_json
 from dc_scripts import import_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,13 +87,7 @@ class AlternativesTable(SphinxDirective):
     option_spec = {"which": lambda s: directives.choice(s, ("burst", "exit", "facts", "crashes"))}
 
     def run(self) -> list[nodes.Node]:
-        path = REPO / self.arguments[0]
-        self.env.note_dependency(str(path))
-        self.env.note_dependency(str(TOOL))
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise self.error(f"alternatives-table: cannot read {self.arguments[0]}: {exc}") from exc
+        data = read_json(self, self.arguments[0], TOOL)
         which = self.options.get("which", "burst")
         if which == "facts":
             return facts(data)

@@ -12,13 +12,13 @@ the Markdown table), so the page, the JSON and the Markdown cannot disagree;
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 import dc_scripts as scripts
+from dc_json import read_json
 from dc_scripts import import_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,14 +65,7 @@ class GpuCompareTable(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        path = REPO / self.arguments[0]
-        self.env.note_dependency(str(path))
-        self.env.note_dependency(str(TOOL))
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError) as exc:
-            raise self.error(f"gpu-compare-table: cannot read {self.arguments[0]}: {exc}") from exc
-        return build_nodes(data)
+        return build_nodes(read_json(self, self.arguments[0], TOOL))
 
 
 def setup(app):

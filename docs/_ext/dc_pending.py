@@ -12,12 +12,12 @@ sources).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from sphinx.util.docutils import SphinxDirective
 
 import dc_scripts as scripts
+from dc_json import read_json
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,12 +78,7 @@ class PendingCostTable(SphinxDirective):
             label, sep, rel = arg.partition("=")
             if not sep:
                 raise self.error(f"pending-cost-table: {arg!r} is not LABEL=PATH")
-            path = REPO / rel
-            self.env.note_dependency(str(path))
-            try:
-                sources.append((label.replace("_", " "), json.loads(path.read_text())))
-            except (OSError, ValueError) as exc:
-                raise self.error(f"pending-cost-table: cannot read {rel}: {exc}") from exc
+            sources.append((label.replace("_", " "), read_json(self, rel)))
         head, rows = table_rows(sources)
         return [scripts.table(head, rows, ["pending-cost"], (16, 22, 14, 16, 16, 12))]
 

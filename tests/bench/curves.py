@@ -87,18 +87,19 @@ SMOKE_REPS = {1: (20, 5), 100: (5, 3), 1000: (2, 2)}
 VARIANTS = ["reference", "seed", "cuda-core-1.2", "mutexq"]
 STALL_S = 10.0  # no payload released for this long: a stall, rescued by drain_now()
 TIMEOUT_S = 300.0  # hang guard of one burst
-# What a stamp covers (tools/provenance.py): the package and this runner.
+REPO = Path(__file__).resolve().parents[2]
+# tools/ of the repository; in the GPU bundle (tools/gpu_bundle.sh) this file is
+# copied beside bench.py and provenance.py, and its own folder is sys.path[0].
+sys.path.insert(0, str(REPO / "tools"))
+import bench  # noqa: E402  (tools/bench.py)
+import provenance  # noqa: E402  (tools/provenance.py)
+
+# What a stamp covers: the package and this runner.
 GLOBS = [
-    "include/deferred_cleanup/*.hpp",
-    "src/cpython/*.cpp",  # the CPython host library _native links
-    "src/cpython/*.hpp",
-    "reference/src/*.cpp",
-    "reference/src/*.hpp",
-    "reference/python/deferred_cleanup/*.py",
+    *provenance.PACKAGE_GLOBS,
     "tests/bench/curves.py",
     "tools/alternatives/altpool.cpp",
 ]
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _rss_bytes() -> int:
@@ -119,7 +120,11 @@ class _Package:
     def __init__(self) -> None:
         import deferred_cleanup as dc  # noqa: PLC0415  (the variant is fixed at import)
 
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import e2e  # noqa: PLC0415  (tests/bench/e2e.py: the held graph)
+
         self.dc = dc
+        self.e2e = e2e
         self.name = dc.variant()
         self.driver = dc.SimulatedDriver()
 
@@ -127,13 +132,8 @@ class _Package:
         return [object() for _ in range(n)]
 
     def prepare(self, payloads: list, finalizer) -> dict:
-        g = self.driver.create_graph()
-        for p in payloads:
-            g.attach(p, finalizer)
-        payloads.clear()  # the graph holds the last references now
-        self.driver.set_hold(True)
-        g.destroy()  # the user objects die; their destructor calls are held
-        return {"n": g.attached, "before": self.dc.counters()}
+        n = self.e2e.hold(self.driver, payloads, finalizer)  # empties payloads
+        return {"n": n, "before": self.dc.counters()}
 
     def start(self, h: dict) -> None:
         """Release the held calls from min(THREADS, n) native threads; returns at once."""
@@ -393,16 +393,8 @@ def run_one(variant: str, smoke: bool, altpool: str | None) -> dict:
 
 
 def _machine() -> dict:
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return {
-        "cpu": cpu,
+        "cpu": bench.cpu_model(),  # tools/bench.py's, as the bench pages have it
         "cores": os.cpu_count(),
         "kernel": platform.release(),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -444,9 +436,6 @@ def run_all(
     if stamp:
         data["provenance"] = json.loads(Path(stamp).read_text())
     else:
-        sys.path.insert(0, str(REPO / "tools"))
-        import provenance  # noqa: PLC0415  (tools/provenance.py)
-
         data["provenance"] = provenance.stamp(GLOBS)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1) + "\n")

@@ -49,12 +49,33 @@ def _held_graph(n: int, finalizer=_finalizer):
     """
     dc.drain_now()
     driver = dc.SimulatedDriver()
+    hold(driver, [object() for _ in range(n)], finalizer)
+    return driver, dc.counters()
+
+
+def hold(driver, payloads: list, finalizer) -> int:
+    """One graph of ``driver`` with ``payloads`` attached, destroyed with its
+    destructor calls held (``driver.release(threads)`` fires them).
+
+    Args:
+        driver (deferred_cleanup.SimulatedDriver): the driver; its hold is set.
+        payloads (list): the payloads; emptied, so that the graph holds the
+            last references.
+        finalizer: called once with each payload when it is released.
+
+    Returns:
+        int: the payloads attached.
+
+    Raises:
+        deferred_cleanup.DriverError: the driver refused an attach.
+    """
     graph = driver.create_graph()
-    for _ in range(n):
-        graph.attach(object(), finalizer)
+    for p in payloads:
+        graph.attach(p, finalizer)
+    payloads.clear()
     driver.set_hold(True)
     graph.destroy()  # the user objects die; their destructor calls are held
-    return driver, dc.counters()
+    return graph.attached
 
 
 def _delta(before: dict, after: dict) -> dict:

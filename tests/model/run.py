@@ -322,6 +322,22 @@ def _cc(*macros: str) -> tuple[str, ...]:
     return ("N=3", "K=2", "ENTRIES=2", *macros)
 
 
+def _cc_safety(name: str, shape: str, label: str) -> Check:
+    """The safety check of one cuda-core drain shape (no LIVENESS).
+
+    :param name: the check's name less ``_safety`` (str)
+    :param shape: the shape's macro of cuda_core.pml, CC_SHIPPED or CC_FIXED (str)
+    :param label: the variant as its ``why`` names it (str)
+    :returns: the Check
+    """
+    return Check(
+        f"{name}_safety",
+        _cc(shape),
+        model=CC_MODEL,
+        why=f"{label}: never more cleanups than items, at most one of our calls queued",
+    )
+
+
 CHECKS += [
     Check(
         "cuda_core",
@@ -334,12 +350,7 @@ CHECKS += [
             "seen, a producer's claim reads the old flag: an item is stranded"
         ),
     ),
-    Check(
-        "cuda_core_safety",
-        _cc("CC_SHIPPED"),
-        model=CC_MODEL,
-        why="cuda-core 1.2: never more cleanups than items, at most one of our calls queued",
-    ),
+    _cc_safety("cuda_core", "CC_SHIPPED", "cuda-core 1.2"),
     Check(
         "cuda_core_fixed",
         _cc("CC_FIXED", "LIVENESS"),
@@ -347,12 +358,7 @@ CHECKS += [
         model=CC_MODEL,
         why="cuda-core-1.2-fixed (fences: the tail in program order): every item is taken",
     ),
-    Check(
-        "cuda_core_fixed_safety",
-        _cc("CC_FIXED"),
-        model=CC_MODEL,
-        why="cuda-core-1.2-fixed: never more cleanups than items, at most one of our calls queued",
-    ),
+    _cc_safety("cuda_core_fixed", "CC_FIXED", "cuda-core-1.2-fixed"),
 ]
 CC_WITNESSES = {
     1: "the drain's re-check finds an item and schedules a new pending call",
