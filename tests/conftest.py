@@ -82,7 +82,11 @@ MATRIX_ONLY = {
         "builds deferred_cleanup._native once more with CMake, without the test hooks "
         "(DC_TEST_HOOKS=OFF), about a minute"
     ),
-    "format": "runs clang-format and ruff over the repository (ruff from the docs environment)",
+    "format": (
+        "runs clang-format and ruff over the repository (ruff from the docs environment), and "
+        "the repository's file checks (licence, SPDX lines, version, every core header compiling "
+        "alone with g++)"
+    ),
     "bench": (
         "builds tests/bench with CMake (apt installs Google Benchmark if missing) and runs each "
         "benchmark once"

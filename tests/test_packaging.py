@@ -9,6 +9,11 @@ its headers need.
   repeats it for the preprocessor, and this test keeps the two equal).
 * Every header of the core compiles on its own as C++17, with no Python.h and
   no CUDA header on the include path: what README promises.
+
+Marker ``format``: none of this depends on the interpreter (git, the files and
+g++ only), so it runs once, in the matrix's ``format`` check with
+tests/test_format.py, not once per interpreter (the header compile alone is
+about 1.3 CPU-seconds a run).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ SOURCE_RE = re.compile(r"\.(cpp|hpp|h|c|py|sh|cmake|pxd|pyx)$|(^|/)CMakeLists\.t
 # The comparison policies and the reference module's driver interface are not the core; nor
 # is cpython/, the CPython host's headers (they include Python.h).
 NOT_CORE = {"comparison/policies.hpp", "driver.hpp"}
+
+pytestmark = pytest.mark.format
 
 
 def _pyproject_version() -> str:
