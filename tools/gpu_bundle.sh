@@ -92,7 +92,7 @@ python3 tools/provenance.py show "${pkg_args[@]:0:2}" --glob 'include/deferred_c
   "${pkg_args[@]:2}" --glob 'tools/gpu_compare.py' \
   --glob 'tools/pending_call_counter.c' >"$DEST/provenance-gpu-compare.json"
 # the globs of tests/bench/curves.py (GLOBS)
-python3 tools/provenance.py show "${pkg_args[@]}" --glob 'tests/bench/curves.py' \
+python3 tools/provenance.py show "${pkg_args[@]}" --glob 'tests/bench/curves.py' --glob 'tests/bench/e2e.py' \
   --glob 'tools/alternatives/altpool.cpp' >"$DEST/provenance-curves.json"
 {
   dirty=$(git status --porcelain --untracked-files=no | grep -q . && echo +uncommitted || true)

@@ -94,10 +94,11 @@ sys.path.insert(0, str(REPO / "tools"))
 import bench  # noqa: E402  (tools/bench.py)
 import provenance  # noqa: E402  (tools/provenance.py)
 
-# What a stamp covers: the package and this runner.
+# What a stamp covers: the package, this runner and e2e.py (its held graph).
 GLOBS = [
     *provenance.PACKAGE_GLOBS,
     "tests/bench/curves.py",
+    "tests/bench/e2e.py",
     "tools/alternatives/altpool.cpp",
 ]
 
