@@ -109,7 +109,8 @@ typedef struct dc_counters {
 /* Create (first call) or return this extension's host.
  * Thread: the main thread of the main interpreter, GIL held (a module's
  * exec/init function).  Blocking: imports atexit, threading and os.
- * Registers the atexit-phase exit sequence (last on 3.10-3.13), the
+ * Registers the atexit-phase exit sequence (3.10-3.13: after every other
+ * atexit handler; 3.14+: here, so later handlers run before it), the
  * Py_AtExit backstop and the fork() child handler; a later call returns the
  * same host and ignores opts.
  * Memory ordering: the host is published before return; dc_hand_off() from

@@ -42,8 +42,15 @@ using Item = dc_item;
 ///  [x] exit step 0: in the atexit phase, drain while the user's
 ///      outstanding() says work is due, bounded by exit_wait_ns;
 ///  [x] the atexit-phase exit sequence (close, wait out producers in the
-///      gate, final drain), registered from C, last on 3.10-3.13
-///      (threading._register_atexit; 3.14+ at the position of import);
+///      gate, final drain), registered from C.  On 3.10-3.13 it runs after
+///      every atexit handler of yours, whenever you registered it: a
+///      threading._register_atexit callback (Lib/threading.py v3.10.0,
+///      _shutdown, which Py_FinalizeEx runs before the atexit phase) adds a
+///      hook that runs the other handlers first, then the sequence.  On
+///      3.14+ it is an ordinary atexit handler registered at Host::get(), so
+///      (atexit runs last-registered first) your handlers registered after
+///      Host::get() run before it and those registered before run after it
+///      (docs/caveats.rst, "Where the hook stands");
 ///  [x] the Py_AtExit backstop: host dead, wait (bounded) for producers
 ///      inside Py_AddPendingCall, count leaked items; no Python API;
 ///  [x] fork(): os.register_at_fork(after_in_child=...) resets the host's
