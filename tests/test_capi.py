@@ -286,6 +286,64 @@ def test_items_queued_at_fork_are_cleaned_in_the_parent_and_in_the_child(probe):
     assert child["ours"] == N_FORK, f"hang guard or lost items in the child: {r}"
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork() is unavailable here")
+def test_items_queued_with_no_pending_call_at_fork_are_cleaned_in_the_child(probe):
+    # At this fork CPython's pending-call ring holds no call of the host's: it
+    # was full when the items were handed off (the host's Py_AddPendingCall
+    # was refused, the items stayed queued), then emptied by running our own
+    # calls.  The child inherits the items and no pending call, so only the
+    # host's fork handler can schedule their drain.
+    r = _script(
+        probe,
+        f"""
+        import threading
+        released = []  # one entry per payload released: on the main thread?
+
+        class Payload:
+            def __del__(self):
+                released.append(threading.current_thread() is threading.main_thread())
+
+        rfd, wfd = os.pipe()
+        objs = [Payload() for _ in range({N_FORK})]
+        fillers, host_calls = probe.hand_off_while_ring_full(objs)
+        del objs  # the items hold the only references now
+        queued = {{"fillers": fillers, "host_calls": host_calls, "ours": probe.counters()["ours"]}}
+        pid = os.fork()
+        if pid == 0:
+            end = time.monotonic() + 60  # hang guard
+            # No entry point, no drain_now, no hand-off: the host's fork handler alone.
+            while len(released) < {N_FORK} and time.monotonic() < end:
+                time.sleep(0.001)
+            mine = {{"released": len(released), "on_main": released.count(True)}}
+            os.write(wfd, json.dumps(mine).encode())
+            os._exit(0)
+        os.close(wfd)
+        child = json.loads(os.read(rfd, 4096).decode() or "null")
+        _, status = os.waitpid(pid, 0)
+        # The parent: no pending call either; its next entry point drains them.
+        before_entry = len(released)
+        probe.entry()
+        parent = {{"before_entry": before_entry, "released": len(released),
+                   "on_main": released.count(True)}}
+        print(json.dumps({{"queued": queued, "parent": parent, "child": child,
+                          "status": status}}))
+        """,
+    )
+    queued, parent, child = r["queued"], r["parent"], r["child"]
+    assert r["status"] == 0 and child is not None, r
+    # The construction held: CPython's ring was full (31 or 32 of our calls),
+    # the host got no pending call accepted, and nothing was cleaned before the fork.
+    assert queued["fillers"] >= 31 and queued["host_calls"] == 0, r
+    assert queued["ours"] == 0, r
+    # The child cleans every item it inherited, each on its main thread.
+    assert child == {"released": N_FORK, "on_main": N_FORK}, (
+        f"hang guard or items left queued in the child: {r}"
+    )
+    # The parent had nothing scheduled either: an entry point cleans them all.
+    assert parent["before_entry"] == 0, r
+    assert parent["released"] == parent["on_main"] == N_FORK, r
+
+
 FORK_OUTSTANDING = """
 probe.set_outstanding(1)  # work in flight on a thread the child will not have
 if {reset}:

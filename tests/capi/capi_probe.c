@@ -153,6 +153,60 @@ static PyObject* hand_off_and_fork(PyObject* self, PyObject* objs) {
   return Py_BuildValue("(lK)", (long)pid, at_fork);
 }
 
+static unsigned long fillers_added; /* our own pending calls in CPython's ring */
+static unsigned long fillers_ran;   /* of those, run (main thread, GIL held) */
+
+/* A pending call of the user's own that does nothing: it only takes a slot. */
+static int filler(void* arg) {
+  (void)arg;
+  ++fillers_ran;
+  return 0;
+}
+
+/* hand_off_while_ring_full(objs) -> (fillers, host_calls_added): fill
+ * CPython's pending-call ring with our own calls (Py_AddPendingCall returns
+ * -1 once it is full: 31 slots on 3.10-3.12, 32 on 3.13+, Python/ceval.c
+ * v3.10.0, Python/ceval_gil.c v3.13.0), hand off one item per object (the
+ * host's own Py_AddPendingCall is refused, so the item stays queued with no
+ * pending call of the host's anywhere), then run CPython's pending calls
+ * (Py_MakePendingCalls, main thread) until every filler ran: the ring is
+ * empty again and the items are still queued.  No bytecode runs in between
+ * (CPython runs pending calls only between bytecodes).  host_calls_added is
+ * how many pending calls of the host's CPython accepted meanwhile. */
+static PyObject* hand_off_while_ring_full(PyObject* self, PyObject* objs) {
+  (void)self;
+  if (dc_entry(host) != 0) return NULL;
+  if (!PyList_Check(objs)) return PyErr_Format(PyExc_TypeError, "a list");
+  dc_counters before, after;
+  dc_get_counters(host, &before);
+  unsigned long added = 0;
+  while (added < 1000 && Py_AddPendingCall(filler, NULL) == 0) ++added; /* 1000: a bound */
+  fillers_added += added;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); ++i) {
+    PyObject* o = PyList_GET_ITEM(objs, i);
+    dc_item* it = dc_item_new(release, Py_NewRef(o));
+    if (it == NULL) {
+      Py_DECREF(o);
+      return PyErr_NoMemory();
+    }
+    dc_hand_off(host, it);
+  }
+  dc_get_counters(host, &after);
+  for (int k = 0; k < 1000 && fillers_ran < fillers_added; ++k) /* 1000: a bound */
+    if (Py_MakePendingCalls() != 0) return NULL;
+  if (fillers_ran != fillers_added)
+    return PyErr_Format(PyExc_RuntimeError, "%lu of %lu filler pending calls ran", fillers_ran,
+                        fillers_added);
+  return Py_BuildValue("(kK)", added, after.pending_calls - before.pending_calls);
+}
+
+/* entry() -> None: the API entry point dc_entry(), as a user's function calls it first. */
+static PyObject* entry(PyObject* self, PyObject* unused) {
+  (void)self, (void)unused;
+  if (dc_entry(host) != 0) return NULL;
+  Py_RETURN_NONE;
+}
+
 static PyObject* set_outstanding(PyObject* self, PyObject* n) {
   (void)self;
   unsigned long long v = PyLong_AsUnsignedLongLong(n);
@@ -197,6 +251,8 @@ static PyMethodDef methods[] = {
     {"null_calls_on_native_thread", null_calls_on_native_thread, METH_NOARGS, NULL},
     {"payload_of", payload_of, METH_O, NULL},
     {"hand_off_and_fork", hand_off_and_fork, METH_O, NULL},
+    {"hand_off_while_ring_full", hand_off_while_ring_full, METH_O, NULL},
+    {"entry", entry, METH_NOARGS, NULL},
     {"set_outstanding", set_outstanding, METH_O, NULL},
     {"set_outstanding_raises", set_outstanding_raises, METH_O, NULL},
     {"outstanding_calls", get_outstanding_calls, METH_NOARGS, NULL},
