@@ -403,6 +403,55 @@ def _exit_run(probe: Path, code: str, **env: str) -> tuple[subprocess.CompletedP
     return p, time.monotonic() - t0
 
 
+ATEXIT_ORDER = """
+import atexit, os, sys
+
+class Payload:
+    def __init__(self, name):
+        self.name = name
+
+    def __del__(self):  # the item's cleanup released the last reference
+        os.write(1, f"released {self.name}\\n".encode())
+
+def handler(name):
+    def run():
+        os.write(1, f"handler {name}\\n".encode())
+        probe.hand_off_with(Payload(name), "host")  # the item holds the only reference
+    return run
+
+atexit.register(handler("before"))  # registered before the host
+import dc_capi_probe as probe  # dc_host_get(): the host registers its exit sequence
+atexit.register(handler("after"))  # registered after the host
+"""
+
+
+def test_the_exit_sequence_runs_after_the_users_other_atexit_handlers(probe):
+    # Each handler hands off an item at exit.  The exit sequence drains what
+    # is queued and then closes the queue: an item handed off after it stays
+    # queued and is never cleaned.  So a payload released shows its handler
+    # ran before the exit sequence.
+    e = dict(os.environ, PYTHONPATH=str(probe))
+    e.pop("DC_SESSION_REPORT", None)
+    p = subprocess.run(
+        [sys.executable, "-c", ATEXIT_ORDER],
+        capture_output=True,
+        text=True,
+        env=e,
+        timeout=HANG_GUARD_S,
+    )
+    assert p.returncode == 0, f"exit status {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    lines = p.stdout.splitlines()
+    # Each of the user's handlers runs once, whatever its place.
+    assert lines.count("handler before") == 1 and lines.count("handler after") == 1, p.stdout
+    # A handler registered after dc_host_get() runs before the exit sequence
+    # on every version (3.14+: the sequence is registered at get(), LIFO).
+    assert lines.count("released after") == 1, p.stdout
+    if sys.version_info < (3, 14):
+        # 3.10-3.13: the exit sequence runs after every other handler, also
+        # those registered before the host (include/deferred_cleanup/cpython/deferred_cleanup.h).
+        assert lines.count("released before") == 1, p.stdout
+
+
 def test_an_outstanding_callback_that_raises_is_reported_once_and_ends_the_wait(probe):
     # outstanding() leaves ValueError set and returns 1 on every call.
     p, seconds = _exit_run(
