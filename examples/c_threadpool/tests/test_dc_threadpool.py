@@ -192,7 +192,8 @@ def test_an_interrupt_in_the_exit_time_flush_is_never_a_system_error():
                         print("AT FLUSH", flush=True)
                     raise KeyboardInterrupt if {kind!r} == "ki" else SystemExit(3)
             # The last thing threading._shutdown does: N completions on a native thread.
-            steps = [threading._shutdown, functools.partial(m.complete, list(range(N)), cb, threads=1)]
+            complete = functools.partial(m.complete, list(range(N)), cb, threads=1)
+            steps = [threading._shutdown, complete]
             threading._shutdown = functools.partial(
                 collections.deque, map(operator.methodcaller("__call__"), steps), 0
             )
