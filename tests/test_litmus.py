@@ -425,6 +425,54 @@ def test_orders_alone_do_not_fix_the_comparison_tail(model, tmp_path):
     assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
 
 
+def _producer_orders_variant(tmp_path: Path, name: str, fail: str, drain: str) -> Path:
+    """The comparison drain tail with the push's success order seq_cst and the
+    claim's failure order ``fail`` (success order as shipped), and on the drain
+    side either a seq_cst fence before the re-check (``drain="fence"``) or the
+    clear and the re-check made seq_cst (``drain="orders"``)."""
+    out = []
+    for line in (LITMUS / "wakeup_recheck_sb_comparison.litmus").read_text().splitlines(True):
+        if "[litmus:wakeup.push]" in line:
+            line = line.replace("memory_order_release", "memory_order_seq_cst")
+        if "[litmus:wakeup.claim]" in line:
+            line = line.replace("memory_order_relaxed", f"memory_order_{fail}")
+        if drain == "orders" and any(f"[litmus:wakeup.{t}]" in line for t in ("clear", "recheck")):
+            line = re.sub(r"memory_order_(release|acquire)", "memory_order_seq_cst", line, count=1)
+        if drain == "fence" and "[litmus:wakeup.recheck]" in line:
+            out.append("  atomic_thread_fence(memory_order_seq_cst);\n")
+        out.append(line)
+    p = tmp_path / f"{name}.litmus"
+    p.write_text("".join(out).replace("C wakeup_recheck_sb_comparison", f"C {name}"))
+    return p
+
+
+@needs_herd7
+@pytest.mark.parametrize("model", MODELS)
+def test_drain_fence_with_seq_cst_push_and_claim_failure_also_fixes_the_tail(model, tmp_path):
+    """A fix with one fence: the drain's fence, and on the producer side the
+    push's success order and the claim's failure order seq_cst instead of a
+    second fence.  Forbidden under both models; with the failure order left
+    relaxed it is allowed again.  On x86-64 the two order changes compile to
+    the same lock cmpxchg instructions as shipped, so this shape saves the
+    producer's fence (notes/upstream/cuda-core-store-buffering.md, "What the
+    fix costs")."""
+    r = herd7(_producer_orders_variant(tmp_path, "fence_sc_fail", "seq_cst", "fence"), model)
+    assert r["observation"] == "Never" and r["positive"] == 0, r["output"]
+    r = herd7(_producer_orders_variant(tmp_path, "fence_relaxed_fail", "relaxed", "fence"), model)
+    assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
+
+
+@needs_herd7
+def test_seq_cst_clear_and_recheck_without_fences_is_not_forbidden_by_both_models(tmp_path):
+    """No fence at all: push, claim failure, clear and re-check seq_cst.  RC11
+    forbids the lost wakeup but the partial-SC C11 model allows it, so this
+    shape is not offered as a fix: the drain keeps its fence."""
+    p = _producer_orders_variant(tmp_path, "orders_sc_fail", "seq_cst", "orders")
+    assert herd7(p, "rc11.cat")["observation"] == "Never"
+    r = herd7(p, "c11_partialSC.cat")
+    assert r["observation"] == "Sometimes" and r["positive"] >= 1, r["output"]
+
+
 # ------------------------------------------------------------------ drift
 
 
