@@ -1019,7 +1019,7 @@ class BenchOneProducerBreakdown(_BenchDirective):
                     [
                         piece,
                         variant,
-                        f":repo-file:`tests/litmus/{ref}.litmus`",
+                        f"tests/litmus/{ref}.litmus",
                         outcome,
                         "herd7, rc11.cat and c11_partialSC.cat "
                         "(tests/test_litmus.py::test_herd7_verdict)",
