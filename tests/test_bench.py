@@ -162,14 +162,58 @@ def test_slow_path_breakdown_rows_run_and_call_the_host_once(smoke_rows):
         assert none["host_calls_per_op"] == 1, v
         assert out["host_calls"] == 1, v
         assert out["allocations"] == 0, v
-    # Only the two destructor rows: the variants' own tables keep three variants.
+    # Only the two destructor rows (and, for a row of the one-producer
+    # breakdown too, its one-producer row): the variants' own tables keep
+    # three variants.
     extra = [v for v in names if v not in VARIANT_NAMES]
     assert not [
         k for k in smoke_rows if any(f"/{v}/" in k for v in extra) and "destructor/" not in k
     ]
+    one = {v for v, _ in bench.ONE_PRODUCER_ABLATIONS}
     assert not [
-        k for k in smoke_rows if k.startswith(("drain/", "mt/")) and any(v in k for v in extra)
+        k
+        for k in smoke_rows
+        if k.startswith(("drain/", "mt/"))
+        and any(f"/{v}/" in k for v in extra)
+        and not (k.endswith("/threads:1") and any(f"/{v}/" in k for v in one))
     ]
+
+
+def test_one_producer_breakdown_rows_run_on_the_real_queue(smoke_rows):
+    # The one-producer breakdown's rows (tests/bench/variants.hpp): each runs
+    # at one producer and on the fast-path row without the rows' own errors;
+    # the first destructor of each goes through the real hand-off and makes
+    # the one host call (the row's check that it did is an error otherwise),
+    # and no later push of the row makes another, not even the push-only row
+    # (the queue's own push, which never asks for a call); nothing allocates.
+    # Only threads:1: the producer counts' table keeps its three variants.
+    names = [v for v, _ in bench.ONE_PRODUCER_ABLATIONS]
+    assert "reference" in names and "reference-push-only" in names
+    for v in names:
+        mt, out = (
+            smoke_rows[f"mt/destructor/{v}/threads:1"],
+            smoke_rows[f"destructor/{v}/outstanding"],
+        )
+        assert not mt.get("error_occurred") and not out.get("error_occurred"), v
+        assert mt["host_calls_per_run"] == 1, v
+        assert out["host_calls"] == 1, v
+        assert out["allocations"] == 0, v
+        if v not in VARIANT_NAMES:
+            assert f"mt/destructor/{v}/threads:2" not in smoke_rows, v
+    # The section tools/bench.py makes of these rows divides by the floor of
+    # the same run.
+    core = {
+        k: {
+            "ns_per_item": 1e9 / b["items_per_second"],
+            "items_per_second": b["items_per_second"],
+            "counters": {},
+        }
+        for k, b in smoke_rows.items()
+        if "items_per_second" in b
+    }
+    section = bench.one_producer_breakdown(core)
+    assert section is not None
+    assert [r["variant"] for r in section["rows"]] == names
 
 
 def test_queue_allocates_nothing(smoke_rows):

@@ -131,3 +131,107 @@ def test_committed_run_has_the_section_when_it_measured_or_claims_the_current_so
         raw = core[f"batch16/destructor/{r['variant']}/none"]
         assert abs(r["slow_ratio"] - (raw["ns_per_item"] - clock) / base) < 1e-9
         assert raw["counters"]["host_calls_per_op"] == 1.0, r["variant"]
+
+
+# ------------------------------------------------------------ one producer
+ONE = [v for v, _ in bench.ONE_PRODUCER_ABLATIONS]
+FLOOR = bench.ONE_PRODUCER_FLOOR
+FAST_FLOOR = bench.ONE_PRODUCER_FAST_FLOOR
+
+
+def _core_one(mt: dict[str, float], floor: float, fast: dict[str, float] | None = None) -> dict:
+    """Raw rows of the one-producer breakdown: ns per item of each row."""
+
+    def row(ns: float) -> dict:
+        return {"ns_per_item": ns, "items_per_second": 1e9 / ns, "repetitions": 3, "counters": {}}
+
+    core = {FLOOR: row(floor), FAST_FLOOR: row(floor / 2)}
+    for v, ns in mt.items():
+        core[f"mt/destructor/{v}/threads:1"] = row(ns)
+    for v, ns in (fast or {}).items():
+        core[f"destructor/{v}/outstanding"] = row(ns)
+    return core
+
+
+def test_one_producer_ratios_divide_by_the_floor_of_the_same_run():
+    mt = {v: 10.0 + i for i, v in enumerate(ONE)}
+    fast = {v: 6.0 + i for i, v in enumerate(ONE)}
+    section = bench.one_producer_breakdown(_core_one(mt, 9.0, fast))
+    assert section is not None
+    assert [r["variant"] for r in section["rows"]] == ONE
+    assert section["floor"] == FLOOR and section["target"] == f">= {bench.TARGET_THROUGHPUT}"
+    for r in section["rows"]:
+        v = r["variant"]
+        assert abs(r["throughput_ratio"] - 9.0 / mt[v]) < 1e-9, v
+        assert abs(r["fast_ratio"] - fast[v] / 4.5) < 1e-9, v
+        assert r["ns_per_item"] == mt[v] and r["floor_ns"] == 9.0
+
+
+def test_no_one_producer_section_without_the_rows():
+    # A run whose binary predates the breakdown: no section, not a broken one.
+    assert bench.one_producer_breakdown(_core_one({"reference": 10.0}, 9.0)) is None
+
+
+def _one(ns: dict[str, float], floor: float = 10.0) -> str:
+    mt = {v: 11.0 for v in ONE} | ns
+    section = bench.one_producer_breakdown(_core_one(mt, floor))
+    assert section is not None
+    return bench.one_producer_reason(section)
+
+
+def test_one_producer_reason_when_missed_names_the_costliest_piece():
+    # reference 12.5 ns against 10: 0.80x; no re-arm saves 2 ns, the orders
+    # nothing; the push alone 10.5 ns: 0.95x.
+    s = _one(
+        {
+            "reference": 12.5,
+            "reference-no-rearm": 10.5,
+            "reference-push-release": 12.5,
+            "reference-check-acquire": 12.6,
+            "reference-push-only": 10.5,
+        }
+    )
+    assert "reaches 0.80× the bare Treiber push's throughput, missing the target" in s
+    assert "2.50 ns above the floor" in s
+    assert "``reference-no-rearm`` saves the most: 2.00 ns per item, reaching 0.95×" in s
+    assert "``reference-push-release`` 0.80×" in s
+    assert "does not stand in the way" in s and "could meet" not in s
+
+
+def test_one_producer_reason_when_met_and_the_push_alone_is_below():
+    s = _one(
+        {
+            "reference": 10.5,
+            "reference-no-rearm": 10.6,
+            "reference-push-release": 10.7,
+            "reference-check-acquire": 10.8,
+            "reference-push-only": 11.5,
+        }
+    )
+    assert "reaches 0.95× the bare Treiber push's throughput, meeting the target" in s
+    assert "No single piece's removal makes the row faster" in s
+    assert "no fast path on this queue could meet the target" in s
+
+
+def test_one_producer_reason_does_not_round_onto_the_target():
+    # 0.899 would print as the target itself with two decimals.
+    s = _one({"reference": 10.0 / 0.899})
+    assert "reaches 0.899×" in s and "missing" in s
+
+
+def test_committed_run_has_the_one_producer_section_when_it_measured_the_rows():
+    data = json.loads(DATA.read_text())
+    measured = "mt/destructor/reference-push-only/threads:1" in data["core"]
+    if measured or _claims_current(data):
+        assert "one_producer_breakdown" in data, (
+            "docs/_data/bench.json measured the one-producer breakdown's rows or is stamped "
+            "with the current bench sources, but has no one_producer_breakdown section (run "
+            "tools/bench.py --report-only on its raw results)"
+        )
+    if "one_producer_breakdown" not in data:
+        return  # the page says "not measured yet" (tests/test_bench_docs.py)
+    core = data["core"]
+    floor = core[FLOOR]["items_per_second"]
+    for r in data["one_producer_breakdown"]["rows"]:
+        raw = core[f"mt/destructor/{r['variant']}/threads:1"]
+        assert abs(r["throughput_ratio"] - raw["items_per_second"] / floor) < 1e-9

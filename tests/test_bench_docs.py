@@ -362,3 +362,83 @@ def test_the_breakdown_comparison_catches_a_changed_or_missing_section(page):
         claimed = copy.deepcopy(data)
         claimed["slow_path_breakdown"] = {"base": "cuda-core-1.2", "target": "<= 1.0", "rows": []}
         assert breakdown_mismatches(page, claimed) != []
+
+
+def one_producer_mismatches(page_html: str, data: dict) -> list[str]:
+    """Every difference between the page's one-producer breakdown and the
+    JSON: the table's ratios recomputed from the raw rows, and the generated
+    sentence's ratio and verdict against the reference's row and the target."""
+    section = data.get("one_producer_breakdown")
+    parser = _Tables("dc-bench-one-producer")
+    parser.feed(page_html)
+    text = _page_text(page_html)
+    if section is None:
+        problems = (
+            []
+            if "has no one_producer_breakdown section" in text
+            else ["no 'not measured yet' for the one-producer breakdown on the page"]
+        )
+        if parser.rows:
+            problems.append("a one-producer table without a one_producer_breakdown section")
+        return problems
+    if not parser.rows:
+        return ["no one-producer table on the page"]
+    core = data["core"]
+    floor = core["mt/treiber_push/threads:1"]["items_per_second"]
+    body = parser.rows[1:]
+    problems = []
+    if [c[0] for c in body] != [r["variant"] for r in section["rows"]]:
+        problems.append(f"rows {[c[0] for c in body]} != {[r['variant'] for r in section['rows']]}")
+    ratio = {}
+    for cells in body:
+        v = cells[0]
+        ratio[v] = core[f"mt/destructor/{v}/threads:1"]["items_per_second"] / floor
+        if cells[3] != f"{ratio[v]:.2f}":
+            problems.append(f"{v}: page shows {cells[3]}, the raw rows give {ratio[v]:.2f}")
+    bound = float(section["target"].split()[1])
+    # (Sphinx's smart quotes make the apostrophe typographic.)
+    m = re.search(
+        r"At one producer the reference reaches (\d+\.\d+)× the bare Treiber push.s "
+        r"throughput, (meeting|missing) the target",
+        text,
+    )
+    if not m or "reference" not in ratio:
+        problems.append("no sentence on the reference's one-producer ratio")
+    else:
+        if abs(float(m.group(1)) - ratio["reference"]) > 0.006:
+            problems.append(
+                f"the sentence says {m.group(1)}×, the raw rows give {ratio['reference']}"
+            )
+        want = "meeting" if ratio["reference"] >= bound else "missing"
+        if m.group(2) != want:
+            problems.append(f"the sentence says {m.group(2)!r}, the raw rows say {want!r}")
+    return problems
+
+
+def test_one_producer_breakdown_matches_committed_json_or_says_not_measured(page):
+    data = json.loads(DATA.read_text())
+    assert one_producer_mismatches(page, data) == []
+    why = _Tables("dc-bench-one-producer-why")
+    why.feed(page)
+    records = {c for row in why.rows[1:] for c in row if c.startswith("tests/")}
+    assert records == {
+        "tests/model/run.py::no_rearm",
+        "tests/litmus/wakeup_fast_sb_push_release.litmus",
+        "tests/litmus/wakeup_fast_sb_check_acquire.litmus",
+    }, why.rows
+
+
+def test_the_one_producer_comparison_catches_a_changed_or_missing_section(page):
+    data = json.loads(DATA.read_text())
+    if "one_producer_breakdown" in data:
+        tampered = copy.deepcopy(data)
+        tampered["core"]["mt/destructor/reference-no-rearm/threads:1"]["items_per_second"] *= 1.5
+        assert any("raw rows give" in p for p in one_producer_mismatches(page, tampered))
+        gone = copy.deepcopy(data)
+        del gone["one_producer_breakdown"]
+        assert one_producer_mismatches(page, gone) != []
+    else:
+        # The page says "not measured yet"; a section it does not show is caught.
+        claimed = copy.deepcopy(data)
+        claimed["one_producer_breakdown"] = {"target": ">= 0.9", "rows": []}
+        assert one_producer_mismatches(page, claimed) != []

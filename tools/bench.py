@@ -39,7 +39,10 @@ destructor rows, their floors and the clock pair that many times instead of
 
 The slow-path breakdown (``slow_path_breakdown`` in bench.json; ``ABLATIONS``)
 divides the slow and fast path of the reference with one piece removed, and of
-cuda-core-1.2-fixed, by cuda-core-1.2's rows of the same run.  The report then
+cuda-core-1.2-fixed, by cuda-core-1.2's rows of the same run.  The one-producer
+breakdown (``one_producer_breakdown``; ``ONE_PRODUCER_ABLATIONS``) divides one
+producer's throughput of the reference with one piece weakened or removed by
+the bare Treiber push's of the same run.  The report then
 carries ``provenance``: the commit and the hash of the sources measured.
 
 The docs page (docs/performance.rst) renders a committed copy:
@@ -98,6 +101,26 @@ ABLATIONS = [
 ]
 #: The breakdown's denominator: the shipped shape's slow path.
 BREAKDOWN_BASE = "cuda-core-1.2"
+#: The one-producer breakdown (``one_producer_breakdown`` in bench.json): the
+#: reference's fast path with one piece weakened or removed (bench-only rows
+#: of tests/bench/variants.hpp, DC_BENCH_ONE_PRODUCER_ABLATIONS, and
+#: reference-no-rearm), each measured on mt/destructor/<v>/threads:1 and
+#: destructor/<v>/outstanding.  Each entry: the row's variant, and the piece
+#: of the reference it lacks.
+ONE_PRODUCER_ABLATIONS = [
+    ("reference", "nothing (the reference)"),
+    (
+        "reference-no-rearm",
+        "re-arm's sampled check (about one push in 16 reads the claim's time and the clock)",
+    ),
+    ("reference-push-release", "the push's seq_cst (release instead)"),
+    ("reference-check-acquire", "the fast-path check's seq_cst (acquire instead)"),
+    ("reference-push-only", "everything after the push (the check, re-arm, the claim)"),
+]
+#: The one-producer breakdown's floors: the bare Treiber push, at one
+#: producer and on the single-producer fast-path row.
+ONE_PRODUCER_FLOOR = "mt/treiber_push/threads:1"
+ONE_PRODUCER_FAST_FLOOR = "floor/treiber_push"
 SOURCE_GLOBS = [
     "include/deferred_cleanup/*.hpp",
     "include/deferred_cleanup/comparison/*.hpp",
@@ -752,6 +775,124 @@ def slow_path_breakdown(core: dict) -> dict | None:
     )
 
 
+def one_producer_breakdown(core: dict) -> dict | None:
+    """The one-producer breakdown: each ONE_PRODUCER_ABLATIONS row's
+    throughput at one producer divided by the bare Treiber push's, and its
+    fast path divided by the Treiber push row, all of the same run.
+
+    Args:
+        core: core_rows() of one run (name -> ns_per_item, items_per_second).
+    Returns:
+        bench.json's ``one_producer_breakdown``: floor, fast_floor, target,
+        kind and rows (variant, removed, row, fast_row, ns_per_item,
+        throughput_ratio, fast_ns, fast_ratio, floor_ns); None when the run
+        lacks the floor or the push-only row (a binary built before them).
+    """
+    if ONE_PRODUCER_FLOOR not in core or (
+        "mt/destructor/reference-push-only/threads:1" not in core
+    ):
+        return None
+    floor = core[ONE_PRODUCER_FLOOR]
+    fast_floor = core.get(ONE_PRODUCER_FAST_FLOOR)
+    rows = []
+    for v, removed in ONE_PRODUCER_ABLATIONS:
+        mt, fast = f"mt/destructor/{v}/threads:1", f"destructor/{v}/outstanding"
+        if mt not in core:
+            continue
+        fast_ns = core[fast]["ns_per_item"] if fast in core else None
+        rows.append(
+            dict(
+                variant=v,
+                removed=removed,
+                row=mt,
+                fast_row=fast,
+                ns_per_item=core[mt]["ns_per_item"],
+                floor_ns=floor["ns_per_item"],
+                throughput_ratio=core[mt]["items_per_second"] / floor["items_per_second"],
+                fast_ns=fast_ns,
+                fast_ratio=(
+                    fast_ns / fast_floor["ns_per_item"]
+                    if fast_ns is not None and fast_floor
+                    else None
+                ),
+            )
+        )
+    if not any(r["variant"] == "reference" for r in rows):
+        return None
+    return dict(
+        floor=ONE_PRODUCER_FLOOR,
+        fast_floor=ONE_PRODUCER_FAST_FLOOR,
+        target=f">= {TARGET_THROUGHPUT}",
+        kind="throughput",
+        rows=rows,
+    )
+
+
+def _ratio(x: float, bound: float) -> str:
+    """x with two decimals, or three where two would print the bound itself
+    for a value on the other side of it (0.899 against 0.9)."""
+    two = f"{x:.2f}"
+    return f"{x:.3f}" if two == f"{bound:.2f}" and x != bound else two
+
+
+def one_producer_reason(section: dict) -> str:
+    """The sentences the Performance page states about one producer,
+    generated from the breakdown: the reference's ratio against the target,
+    the nanoseconds per item it spends above the floor, the piece whose
+    removal saves the most of them, and what the push alone reaches.
+
+    Args:
+        section: bench.json's ``one_producer_breakdown``.
+    Returns:
+        reStructuredText sentences (numbers with two decimals).
+    Raises:
+        StopIteration: the section has no ``reference`` row.
+    """
+    rows = {r["variant"]: r for r in section["rows"]}
+    ref = rows["reference"]
+    bound = float(section["target"].split()[1])
+    r0 = ref["throughput_ratio"]
+    above = ref["ns_per_item"] - ref["floor_ns"]
+    met = "meeting" if r0 >= bound else "missing"
+    out = [
+        f"At one producer the reference reaches {_ratio(r0, bound)}× the bare Treiber push's "
+        f"throughput, {met} the target of {bound:g}×: {ref['ns_per_item']:.2f} ns per item "
+        f"against {ref['floor_ns']:.2f} ns, {above:.2f} ns above the floor."
+    ]
+    pieces = [r for v, r in rows.items() if v not in ("reference", "reference-push-only")]
+    if pieces:
+        top = max(pieces, key=lambda r: ref["ns_per_item"] - r["ns_per_item"])
+        saved = ref["ns_per_item"] - top["ns_per_item"]
+        others = ", ".join(
+            f"``{r['variant']}`` {r['throughput_ratio']:.2f}×" for r in pieces if r is not top
+        )
+        if saved > 0:
+            out.append(
+                f"Removing one piece at a time, ``{top['variant']}`` saves the most: "
+                f"{saved:.2f} ns per item, reaching {top['throughput_ratio']:.2f}×"
+                + (f" (the others: {others})." if others else ".")
+            )
+        else:
+            out.append(
+                "No single piece's removal makes the row faster on this run"
+                + (
+                    f" ({others}, ``{top['variant']}`` {top['throughput_ratio']:.2f}×)."
+                    if others
+                    else "."
+                )
+            )
+    push = rows.get("reference-push-only")
+    if push is not None:
+        p = push["throughput_ratio"]
+        tail = (
+            "so on this run no fast path on this queue could meet the target."
+            if p < bound
+            else "so the queue's push itself does not stand in the way of the target."
+        )
+        out.append(f"The queue's push alone (``reference-push-only``) reaches {p:.2f}×, {tail}")
+    return " ".join(out)
+
+
 #: The bound's row: the reference without the gate (the claim, the host call
 #: and re-arm), which the one-state-word candidate does plus one RMW.
 BOUND_ROW = "reference-no-gate"
@@ -934,6 +1075,25 @@ def report(data: dict) -> tuple[str, str]:
         bound = one_word_bound(section).replace("``", "")
         md += "\n\n## Slow-path breakdown\n\n" + md_table(b_head, b_rows) + "\n\n" + bound + "\n"
         text += "\n\nSlow-path breakdown\n" + text_table(b_head, b_rows) + "\n" + bound
+    one = data.get("one_producer_breakdown")
+    if one:
+        o_head = ["row", "removed", "ns per item", "/ floor throughput", "fast ns", "/ fast floor"]
+        o_rows = [
+            [
+                r["variant"],
+                r["removed"],
+                f"{r['ns_per_item']:.2f}",
+                f"{r['throughput_ratio']:.2f}",
+                f"{r['fast_ns']:.2f}" if r["fast_ns"] is not None else "",
+                f"{r['fast_ratio']:.2f}" if r["fast_ratio"] is not None else "",
+            ]
+            for r in one["rows"]
+        ]
+        reason = one_producer_reason(one).replace("``", "")
+        md += (
+            "\n\n## One-producer breakdown\n\n" + md_table(o_head, o_rows) + "\n\n" + reason + "\n"
+        )
+        text += "\n\nOne-producer breakdown\n" + text_table(o_head, o_rows) + "\n" + reason
     return md, text
 
 
@@ -967,6 +1127,9 @@ def main(argv: list[str]) -> int:
     breakdown = slow_path_breakdown(core)
     if breakdown is not None:
         data["slow_path_breakdown"] = breakdown
+    one = one_producer_breakdown(core)
+    if one is not None:
+        data["one_producer_breakdown"] = one
     data["provenance"] = provenance()
     for h in data["headline"]:
         if isinstance(h["value"], float) and not math.isfinite(h["value"]):

@@ -22,6 +22,12 @@ take an optional file name under docs/_data (``bench-2core-smoke.json``: the
   ``destructor``, ``producers``, ``drain``, ``e2e``;
 * ``.. bench-drain-curve::`` the table under the ``drain`` plot: ns per item
   of every drain, direct and floor row, per size (10^2 to 10^7);
+* ``.. bench-one-producer-breakdown::`` the one-producer breakdown
+  (bench.json's ``one_producer_breakdown``, class ``dc-bench-one-producer``),
+  the sentences generated from it (tools/bench.py ``one_producer_reason``),
+  and beside each removed piece the model check or litmus file that says what
+  goes wrong without it (class ``dc-bench-one-producer-why``); "not measured
+  yet" when the committed run lacks the section.
 * ``.. bench-slow-path-breakdown::`` the slow-path breakdown (bench.json's
   ``slow_path_breakdown``, class ``dc-bench-breakdown``), the sentence that
   bounds the one-state-word candidate from it (:func:`one_word_bound`), and
@@ -900,8 +906,139 @@ class BenchSlowPathBreakdown(_BenchDirective):
         return out
 
 
+#: The one-producer breakdown's pieces, each row without it, and the record
+#: that says what goes wrong without it: ("model", check of
+#: tests/model/run.py), ("litmus", file stem of tests/litmus whose herd7
+#: verdict tests/test_litmus.py expects), or ("none", why no record is
+#: needed).
+ONE_PRODUCER_WHY = [
+    ("re-arm's sampled check", "reference-no-rearm", ("model", "no_rearm")),
+    ("the push's seq_cst", "reference-push-release", ("litmus", "wakeup_fast_sb_push_release")),
+    (
+        "the fast-path check's seq_cst",
+        "reference-check-acquire",
+        ("litmus", "wakeup_fast_sb_check_acquire"),
+    ),
+    (
+        "everything after the push",
+        "reference-push-only",
+        (
+            "none",
+            "no record needed: a push onto a queue with no call outstanding asks for no "
+            "pending call, so its payload waits until some other call drains the queue",
+        ),
+    ),
+]
+
+_LITMUS_ENTRY_RE = re.compile(r'^\s*"(\w+)": \(.*?, "(Always|Sometimes|Never)", \d+\),$', re.M)
+
+
+def litmus_verdicts() -> dict[str, str]:
+    """herd7's verdict that tests/test_litmus.py expects of each litmus file
+    (its FILES table, read as text: test_herd7_verdict checks it in
+    ``make test`` under both C11 models)."""
+    text = (REPO / "tests" / "test_litmus.py").read_text()
+    return {m.group(1): m.group(2) for m in _LITMUS_ENTRY_RE.finditer(text)}
+
+
+def one_producer_reason(section: dict) -> str:
+    """tools/bench.py's :func:`one_producer_reason` (the page's sentences on
+    one producer, generated from the breakdown)."""
+    from dc_scripts import import_tool
+
+    return import_tool("bench").one_producer_reason(section)
+
+
+class BenchOneProducerBreakdown(_BenchDirective):
+    """The one-producer breakdown, its generated reason and the records."""
+
+    def lines(self, data):
+        self.env.note_dependency(str(REPO / "tests" / "model" / "run.py"))
+        self.env.note_dependency(str(REPO / "tests" / "test_litmus.py"))
+        section = data.get("one_producer_breakdown")
+        out: list[str] = []
+        if not section:
+            commit = (data.get("provenance") or {}).get("commit", "")[:12] or data.get(
+                "machine", {}
+            ).get("commit", "?")
+            out += [
+                f"**Not measured yet.** The committed run (commit ``{commit}``) has no "
+                "``one_producer_breakdown`` section: its binary predates the breakdown's rows. "
+                "Which piece costs what at one producer is therefore not measured yet.",
+                "",
+            ]
+        else:
+            rows = [
+                [
+                    r["variant"],
+                    r["removed"],
+                    f"{r['ns_per_item']:.2f}",
+                    f"{r['throughput_ratio']:.2f}",
+                    f"{r['fast_ns']:.2f}" if r.get("fast_ns") is not None else "",
+                    f"{r['fast_ratio']:.2f}" if r.get("fast_ratio") is not None else "",
+                ]
+                for r in section["rows"]
+            ]
+            out += list_table(
+                [
+                    "row",
+                    "removed from the reference",
+                    "1 producer, ns per item",
+                    "throughput / Treiber push",
+                    "fast path, ns per item",
+                    "/ Treiber push",
+                ],
+                rows,
+                "dc-bench-one-producer",
+                "20 34 10 10 10 8",
+            )
+            out += [one_producer_reason(section), ""]
+        checks = model_checks()
+        verdicts = litmus_verdicts()
+        why = []
+        for piece, variant, (kind, ref) in ONE_PRODUCER_WHY:
+            if kind == "model":
+                c = checks.get(ref)
+                if c is None:
+                    raise ExtensionError(f"tests/model/run.py has no check {ref!r} any more")
+                outcome = "fails (spin finds an error)" if c.expect_error else "verifies"
+                what = re.sub(r"_(?=\W|$)", r"\\_", c.why)
+                why.append([piece, variant, f"tests/model/run.py::{ref}", outcome, what])
+            elif kind == "litmus":
+                v = verdicts.get(ref)
+                if v is None or not (REPO / "tests" / "litmus" / f"{ref}.litmus").exists():
+                    raise ExtensionError(
+                        f"tests/litmus/{ref}.litmus is not in tests/test_litmus.py"
+                    )
+                outcome = (
+                    "forbidden (Never): removing it is safe in the C++ model"
+                    if v == "Never"
+                    else "allowed (Sometimes): the lost wakeup"
+                )
+                why.append(
+                    [
+                        piece,
+                        variant,
+                        f"tests/litmus/{ref}.litmus",
+                        outcome,
+                        "herd7, rc11.cat and c11_partialSC.cat "
+                        "(tests/test_litmus.py::test_herd7_verdict)",
+                    ]
+                )
+            else:
+                why.append([piece, variant, "", "", ref])
+        out += list_table(
+            ["piece", "row without it", "record", "outcome", "what it says"],
+            why,
+            "dc-bench-one-producer-why",
+            "16 18 24 18 24",
+        )
+        return out
+
+
 def setup(app: Sphinx):
     app.add_directive("bench-slow-path-breakdown", BenchSlowPathBreakdown)
+    app.add_directive("bench-one-producer-breakdown", BenchOneProducerBreakdown)
     app.add_directive("bench-drain-curve", BenchDrainCurve)
     app.add_directive("bench-curve", BenchCurve)
     app.add_directive("bench-curves-machine", BenchCurvesMachine)

@@ -37,6 +37,12 @@
 //                                       one switch off (variants.hpp,
 //                                       DC_BENCH_ABLATIONS), and of
 //                                       cuda-core-1.2-fixed
+//   mt/destructor/<ablation>/threads:1  the one-producer breakdown: one
+//   destructor/<ablation>/outstanding   producer's throughput and the fast
+//                                       path of the reference with one piece
+//                                       weakened or removed (variants.hpp,
+//                                       DC_BENCH_ONE_PRODUCER_ABLATIONS, and
+//                                       reference-no-rearm)
 //
 // The binary bench_core_shared_line is the same file built with
 // DC_QUEUE_FIELD_ALIGN=8 (queue.hpp): head_, scheduled_ and the gate share
@@ -185,7 +191,9 @@ void BM_DestructorOutstanding(benchmark::State& state) {
   init_items(items);
   auto q = V::make();
   Item first{&g_cleaned, &count_cleanup, nullptr};
-  V::destroyed(*q, &first);  // schedules the one pending call; it stays outstanding
+  // The real hand-off schedules the one pending call (also for the push-only
+  // row, whose destroyed() never does); it stays outstanding.
+  core::on_user_object_destroyed(*q, &first);
   if (g_ring.added() != 1) {
     state.SkipWithError("the first destructor did not schedule a pending call");
     return;
@@ -498,7 +506,9 @@ template <class V>
 struct DestructorShape {
   Item first{&g_cleaned, &count_cleanup, nullptr};
   std::unique_ptr<typename V::Queue> q = V::make();
-  explicit DestructorShape(std::size_t) { V::destroyed(*q, &first); }  // one call outstanding
+  // One call outstanding, made by the real hand-off (as in
+  // BM_DestructorOutstanding).
+  explicit DestructorShape(std::size_t) { core::on_user_object_destroyed(*q, &first); }
   void push(Item* it) { V::destroyed(*q, it); }
   ~DestructorShape() { g_ring.run_all(); }  // the outstanding call drains every item
 };
@@ -556,38 +566,56 @@ benchmark::internal::Benchmark* headline_reps(benchmark::internal::Benchmark* b)
   return g_headline_reps > 0 ? b->Repetitions(g_headline_reps) : b;
 }
 
-template <class V>
-void register_variant() {
-  const std::string v = V::name;
-  headline_reps(benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
-                                             &BM_DestructorOutstanding<V>));
-  headline_reps(benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
-                                             &BM_Batch16DestructorNone<V>))
-      ->UseManualTime();
-  for (std::int64_t n : drain_sizes()) {
-    drain_iterations(benchmark::RegisterBenchmark(row("drain/" + v).c_str(), &BM_Drain<V>)
-                         ->Arg(n)
-                         ->UseManualTime()
-                         ->Unit(benchmark::kMicrosecond),
-                     n);
-  }
-  benchmark::RegisterBenchmark(row("mt/destructor/" + v).c_str(), &BM_Producers<DestructorShape<V>>)
-      ->ArgName("threads")
-      ->ArgsProduct({kThreadCounts})
-      ->UseManualTime()
-      ->Iterations(g_smoke ? 1 : 15);
-}
+/// Which rows register_rows() gives one variant (a bit mask).
+enum RowSet : unsigned {
+  kFastPathRow = 1u << 0,     ///< destructor/<v>/outstanding
+  kSlowPathRow = 1u << 1,     ///< batch16/destructor/<v>/none
+  kDrainRows = 1u << 2,       ///< drain/<v>/<N> at every drain size
+  kProducerRows = 1u << 3,    ///< mt/destructor/<v>/threads:<T> at every count
+  kOneProducerRow = 1u << 4,  ///< mt/destructor/<v>/threads:1 only
+  /// A variant of the docs' tables: every row.
+  kVariantRows = kFastPathRow | kSlowPathRow | kDrainRows | kProducerRows,
+  /// A slow-path ablation (DC_BENCH_ABLATIONS): the two destructor rows.
+  kSlowPathAblation = kFastPathRow | kSlowPathRow,
+  /// A one-producer ablation (DC_BENCH_ONE_PRODUCER_ABLATIONS): the fast
+  /// path and one producer's throughput.
+  kOneProducerAblation = kFastPathRow | kOneProducerRow,
+};
 
-/// The slow-path breakdown's rows of one ablation (variants.hpp): only the
-/// two destructor rows, so the variants' own table keeps its three variants.
+/// Register the rows of one variant (variants.hpp) that `rows` names: the
+/// variants' own table gets every row, an ablation only the rows of its
+/// breakdown, so that the variants' tables keep their three variants.
 template <class V>
-void register_ablation() {
+void register_rows(unsigned rows) {
   const std::string v = V::name;
-  headline_reps(benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
-                                             &BM_DestructorOutstanding<V>));
-  headline_reps(benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
-                                             &BM_Batch16DestructorNone<V>))
-      ->UseManualTime();
+  if (rows & kFastPathRow) {
+    headline_reps(benchmark::RegisterBenchmark(row("destructor/" + v + "/outstanding").c_str(),
+                                               &BM_DestructorOutstanding<V>));
+  }
+  if (rows & kSlowPathRow) {
+    headline_reps(benchmark::RegisterBenchmark(row("batch16/destructor/" + v + "/none").c_str(),
+                                               &BM_Batch16DestructorNone<V>))
+        ->UseManualTime();
+  }
+  if (rows & kDrainRows) {
+    for (std::int64_t n : drain_sizes()) {
+      drain_iterations(benchmark::RegisterBenchmark(row("drain/" + v).c_str(), &BM_Drain<V>)
+                           ->Arg(n)
+                           ->UseManualTime()
+                           ->Unit(benchmark::kMicrosecond),
+                       n);
+    }
+  }
+  if (rows & (kProducerRows | kOneProducerRow)) {
+    const std::vector<std::int64_t> counts =
+        (rows & kProducerRows) ? kThreadCounts : std::vector<std::int64_t>{1};
+    benchmark::RegisterBenchmark(row("mt/destructor/" + v).c_str(),
+                                 &BM_Producers<DestructorShape<V>>)
+        ->ArgName("threads")
+        ->ArgsProduct({counts})
+        ->UseManualTime()
+        ->Iterations(g_smoke ? 1 : 15);
+  }
 }
 
 void register_all() {
@@ -606,12 +634,17 @@ void register_all() {
       ->UseManualTime();
   benchmark::RegisterBenchmark(row("batch16/naive/per_payload").c_str(), &BM_Batch16Naive)
       ->UseManualTime();
-#define DC_BENCH_REGISTER(V) register_variant<V>();
+#define DC_BENCH_REGISTER(V) register_rows<V>(kVariantRows);
   DC_BENCH_VARIANTS(DC_BENCH_REGISTER)
 #undef DC_BENCH_REGISTER
 #ifndef DC_BENCH_WITH_FIXED
-#define DC_BENCH_REGISTER(V) register_ablation<V>();
+#define DC_BENCH_REGISTER(V) register_rows<V>(kSlowPathAblation);
   DC_BENCH_ABLATIONS(DC_BENCH_REGISTER)
+#undef DC_BENCH_REGISTER
+  // reference-no-rearm is in both breakdowns; its fast-path row is above.
+  register_rows<ReferenceNoRearm>(kOneProducerRow);
+#define DC_BENCH_REGISTER(V) register_rows<V>(kOneProducerAblation);
+  DC_BENCH_ONE_PRODUCER_ABLATIONS(DC_BENCH_REGISTER)
 #undef DC_BENCH_REGISTER
 #endif
   for (std::int64_t n : drain_sizes()) {

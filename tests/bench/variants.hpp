@@ -8,6 +8,7 @@
 // consumer).  Everything calls the real headers under include.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "deferred_cleanup/callback.hpp"
@@ -114,6 +115,47 @@ using CudaCore12FixedAblation =
 /// The breakdown's rows, in the order the page lists them.
 #define DC_BENCH_ABLATIONS(X) \
   X(ReferenceNoRearm) X(ReferenceNoGate) X(ReferenceNoGateNoRearm) X(CudaCore12FixedAblation)
+
+// ------------------------------------------------------------ one producer
+// The one-producer breakdown (docs/performance.rst, "Where one producer's
+// time goes"): the reference's fast path (push, check of scheduled_, the
+// sampled re-arm check) with one piece weakened or removed, each measured on
+// mt/destructor/<v>/threads:1 and destructor/<v>/outstanding only.
+// Bench-only and unsafe, each in a way the page cites; reference-no-rearm
+// (above) is the row without re-arm.
+
+/// The reference with the push's CAS release instead of seq_cst (the
+/// comparison variants' order; on x86-64 both are one `lock cmpxchg`).
+struct ReferencePushReleasePolicy : core::ReferencePolicy {
+  static constexpr std::memory_order push = std::memory_order_release;
+};
+/// The reference with the fast-path load of scheduled_ acquire instead of
+/// seq_cst (on x86-64 both are one plain `mov`).
+struct ReferenceCheckAcquirePolicy : core::ReferencePolicy {
+  static constexpr std::memory_order check = std::memory_order_acquire;
+};
+
+/// The reference's queue with the destructor path cut to the push alone
+/// (BasicQueue::push of queue.hpp): no check of scheduled_, no re-arm, no
+/// claim.  The floor of any hand-off that pushes onto this queue; it never
+/// asks for a pending call, so only a call made before (the benchmark's first
+/// destructor, through the real hand-off) ever drains what it pushes.
+template <class Policy, const char* Name>
+struct PushOnlyVariant : PolicyVariant<Policy, Name> {
+  using Queue = typename PolicyVariant<Policy, Name>::Queue;
+  static void destroyed(Queue& q, core::DeferredCleanupItem* item) { q.push(item); }
+};
+
+inline constexpr char kReferencePushRelease[] = "reference-push-release";
+inline constexpr char kReferenceCheckAcquire[] = "reference-check-acquire";
+inline constexpr char kReferencePushOnly[] = "reference-push-only";
+using ReferencePushRelease = PolicyVariant<ReferencePushReleasePolicy, kReferencePushRelease>;
+using ReferenceCheckAcquire = PolicyVariant<ReferenceCheckAcquirePolicy, kReferenceCheckAcquire>;
+using ReferencePushOnly = PushOnlyVariant<core::ReferencePolicy, kReferencePushOnly>;
+/// The one-producer breakdown's rows (besides the reference and
+/// reference-no-rearm), in the order the page lists them.
+#define DC_BENCH_ONE_PRODUCER_ABLATIONS(X) \
+  X(ReferencePushRelease) X(ReferenceCheckAcquire) X(ReferencePushOnly)
 
 using Item = core::DeferredCleanupItem;
 
