@@ -32,7 +32,12 @@
 // pending call, the drain sees an empty list and returns, and the item waits
 // for the next unrelated wakeup: a lost wakeup.  seq_cst on all four
 // operations puts them in one total order S, and whichever write comes first
-// in S is seen by the other side's read.  The in-flight gate has the same
+// in S is seen by the other side's read.  (Of the four, the check alone
+// could be acquire: push and take_all are both read-modify-writes of head_,
+// so a take that the push reads from synchronizes with it, and the clear
+// happens before the check; herd7 says so,
+// tests/litmus/wakeup_fast_sb_check_acquire.litmus.  It stays seq_cst,
+// which on x86-64 is the same plain `mov`.)  The in-flight gate has the same
 // shape (in_flight_++ ; read accepting_  vs  accepting_=false ; read
 // in_flight_) and the same remedy.
 //
