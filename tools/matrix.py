@@ -398,7 +398,8 @@ def source_hash() -> str:
 
 def build(it: Interp, src_hash: str) -> None:
     stamp = it.venv_host / ".dc-build-stamp"
-    want = src_hash
+    # The build's flags are among its inputs: a change of TEST_BUILD_CONFIG rebuilds.
+    want = f"{src_hash} {' '.join(TEST_BUILD_CONFIG)}"
     if it.custom:
         # A CPython build tree changes under the same path: rebuild after its
         # interpreter was rebuilt (its headers, and so its ABI, may have changed).
@@ -463,6 +464,24 @@ def compiler_cache_env(it: Interp, basedir: Path) -> dict[str, str]:
     }
 
 
+#: The CMake build type and flags of every test build of ``_native``: this
+#: file's build/<interpreter>, tools/mutate.py's scratch trees and
+#: tools/examples.py's wheel (the same settings, so that reusing a build
+#: directory recompiles nothing).  RelWithDebInfo with its flags overridden
+#: to -O2 -DNDEBUG, i.e. without -g: no test reads debug information (nm,
+#: readelf and objdump read the symbol table), and -g is a large share of a
+#: build's compiler CPU.  Not Release: pybind11_add_module gives a Release
+#: build link-time optimization (all code generation in the link, which
+#: ccache cannot hand back) and strips it.  scikit-build-core's
+#: ``cmake.define`` sets the cache entry before CMake's default for the build
+#: type would.  tests/test_production_build.py configures its own build
+#: (its build type is its own choice, not this one).
+TEST_BUILD_CONFIG = (
+    *("-C", "cmake.build-type=RelWithDebInfo"),
+    *("-C", "cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"),
+)
+
+
 def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None = None) -> list:
     """The one pip command that builds and installs the extension from src.
 
@@ -479,7 +498,7 @@ def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None 
         it.py,
         *("-m", "pip", "install", "-q", "--disable-pip-version-check"),
         *("--no-build-isolation", "--no-deps", *where),
-        *("-C", f"build-dir={build_dir}", "-C", "cmake.build-type=RelWithDebInfo"),
+        *("-C", f"build-dir={build_dir}", *TEST_BUILD_CONFIG),
         # The `_test_` hooks (reference/testing/) that the suite needs; a plain
         # `pip install .` builds without them (CMake option DC_TEST_HOOKS).
         *("-C", "cmake.define.DC_TEST_HOOKS=ON"),
