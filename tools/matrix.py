@@ -95,6 +95,11 @@ CACHE = Path(
 # compiler's arguments: the host-side builds of the extension (here) and
 # tools/mutate.py's builds share it, across runs and checkouts.
 CCACHE_DIR = CACHE / "ccache"
+# What ccache needs to cache a precompiled header's creation and its use
+# through ``-include`` (DC_PCH in TEST_BUILD_CONFIG): ccache's manual,
+# "Precompiled headers".  time_macros: nothing we compile uses __TIME__ or
+# __DATE__.
+CCACHE_SLOPPINESS = "pch_defines,time_macros"
 SID = REPO / "tools" / "sid-root.sh"
 SID_ROOT = CACHE / "sid-root"
 SID_VENVS = "/opt/deferred-cleanup/venvs"  # path inside the sid root
@@ -461,6 +466,7 @@ def compiler_cache_env(it: Interp, basedir: Path) -> dict[str, str]:
         "CCACHE_DIR": cache_dir,
         "CCACHE_BASEDIR": str(basedir),
         "CCACHE_NOHASHDIR": "1",
+        "CCACHE_SLOPPINESS": CCACHE_SLOPPINESS,
     }
 
 
@@ -479,6 +485,10 @@ def compiler_cache_env(it: Interp, basedir: Path) -> dict[str, str]:
 TEST_BUILD_CONFIG = (
     *("-C", "cmake.build-type=RelWithDebInfo"),
     *("-C", "cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"),
+    # pybind11/pybind11.h precompiled for the sources that include it
+    # (CMakeLists.txt's DC_PCH): a mutant of a core header recompiles those
+    # sources without parsing pybind11 and Python.h again.
+    *("-C", "cmake.define.DC_PCH=ON"),
 )
 
 
