@@ -48,7 +48,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 sys.path.insert(0, str(REPO / "tools"))
-from matrix import CCACHE_DIR  # noqa: E402  (tools/matrix.py: standard library only)
+from matrix import CCACHE_DIR, CCACHE_SLOPPINESS, TEST_BUILD_CONFIG  # noqa: E402  (tools/matrix.py: standard library only)
 
 #: What every example is compiled with on top of its own CMakeLists.txt: the
 #: host library's sources are compiled inside the user's build, so they must
@@ -122,6 +122,7 @@ def compiler_cache() -> dict[str, str]:
         "CCACHE_DIR": str(CCACHE_DIR),
         "CCACHE_BASEDIR": str(REPO),
         "CCACHE_NOHASHDIR": "1",
+        "CCACHE_SLOPPINESS": CCACHE_SLOPPINESS,
     }
 
 
@@ -145,7 +146,7 @@ def build_wheel(
     log = out / "wheel.log"
     cmd = [python, "-m", "pip", "wheel", "-q", "--disable-pip-version-check"]
     cmd += ["--no-build-isolation", "--no-deps", "-w", str(out)]
-    cmd += ["-C", f"build-dir={build_dir}", "-C", "cmake.build-type=RelWithDebInfo"]
+    cmd += ["-C", f"build-dir={build_dir}", *TEST_BUILD_CONFIG]
     if test_hooks:
         cmd += ["-C", "cmake.define.DC_TEST_HOOKS=ON"]
     cmd += [str(REPO)]

@@ -95,6 +95,11 @@ CACHE = Path(
 # compiler's arguments: the host-side builds of the extension (here) and
 # tools/mutate.py's builds share it, across runs and checkouts.
 CCACHE_DIR = CACHE / "ccache"
+# What ccache needs to cache a precompiled header's creation and its use
+# through ``-include`` (DC_PCH in TEST_BUILD_CONFIG): ccache's manual,
+# "Precompiled headers".  time_macros: nothing we compile uses __TIME__ or
+# __DATE__.
+CCACHE_SLOPPINESS = "pch_defines,time_macros"
 SID = REPO / "tools" / "sid-root.sh"
 SID_ROOT = CACHE / "sid-root"
 SID_VENVS = "/opt/deferred-cleanup/venvs"  # path inside the sid root
@@ -398,7 +403,8 @@ def source_hash() -> str:
 
 def build(it: Interp, src_hash: str) -> None:
     stamp = it.venv_host / ".dc-build-stamp"
-    want = src_hash
+    # The build's flags are among its inputs: a change of TEST_BUILD_CONFIG rebuilds.
+    want = f"{src_hash} {' '.join(TEST_BUILD_CONFIG)}"
     if it.custom:
         # A CPython build tree changes under the same path: rebuild after its
         # interpreter was rebuilt (its headers, and so its ABI, may have changed).
@@ -460,7 +466,30 @@ def compiler_cache_env(it: Interp, basedir: Path) -> dict[str, str]:
         "CCACHE_DIR": cache_dir,
         "CCACHE_BASEDIR": str(basedir),
         "CCACHE_NOHASHDIR": "1",
+        "CCACHE_SLOPPINESS": CCACHE_SLOPPINESS,
     }
+
+
+#: The CMake build type and flags of every test build of ``_native``: this
+#: file's build/<interpreter>, tools/mutate.py's scratch trees and
+#: tools/examples.py's wheel (the same settings, so that reusing a build
+#: directory recompiles nothing).  RelWithDebInfo with its flags overridden
+#: to -O2 -DNDEBUG, i.e. without -g: no test reads debug information (nm,
+#: readelf and objdump read the symbol table), and -g is a large share of a
+#: build's compiler CPU.  Not Release: pybind11_add_module gives a Release
+#: build link-time optimization (all code generation in the link, which
+#: ccache cannot hand back) and strips it.  scikit-build-core's
+#: ``cmake.define`` sets the cache entry before CMake's default for the build
+#: type would.  tests/test_production_build.py configures its own build
+#: (its build type is its own choice, not this one).
+TEST_BUILD_CONFIG = (
+    *("-C", "cmake.build-type=RelWithDebInfo"),
+    *("-C", "cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"),
+    # pybind11/pybind11.h precompiled for the sources that include it
+    # (CMakeLists.txt's DC_PCH): a mutant of a core header recompiles those
+    # sources without parsing pybind11 and Python.h again.
+    *("-C", "cmake.define.DC_PCH=ON"),
+)
 
 
 def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None = None) -> list:
@@ -479,7 +508,7 @@ def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None 
         it.py,
         *("-m", "pip", "install", "-q", "--disable-pip-version-check"),
         *("--no-build-isolation", "--no-deps", *where),
-        *("-C", f"build-dir={build_dir}", "-C", "cmake.build-type=RelWithDebInfo"),
+        *("-C", f"build-dir={build_dir}", *TEST_BUILD_CONFIG),
         # The `_test_` hooks (reference/testing/) that the suite needs; a plain
         # `pip install .` builds without them (CMake option DC_TEST_HOOKS).
         *("-C", "cmake.define.DC_TEST_HOOKS=ON"),

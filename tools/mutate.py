@@ -327,6 +327,7 @@ def compiler_cache() -> dict[str, str]:
         "CCACHE_DIR": str(matrix.CCACHE_DIR),
         "CCACHE_BASEDIR": str(OUT),
         "CCACHE_NOHASHDIR": "1",
+        "CCACHE_SLOPPINESS": matrix.CCACHE_SLOPPINESS,
     }
 
 
