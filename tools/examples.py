@@ -48,7 +48,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 sys.path.insert(0, str(REPO / "tools"))
-from matrix import CCACHE_DIR, CCACHE_SLOPPINESS, TEST_BUILD_CONFIG  # noqa: E402  (tools/matrix.py: standard library only)
+# tools/matrix.py: standard library only
+from matrix import CCACHE_DIR, CCACHE_SLOPPINESS, TEST_BUILD_CONFIG  # noqa: E402
 
 #: What every example is compiled with on top of its own CMakeLists.txt: the
 #: host library's sources are compiled inside the user's build, so they must

@@ -124,6 +124,22 @@ static PyObject* payload_of(PyObject* self, PyObject* obj) {
   return Py_BuildValue("(OO)", p, dc_item_payload(NULL) == NULL ? Py_True : Py_False);
 }
 
+/* Hand off one item per object of the list objs (main thread, GIL held);
+ * 0, or -1 with MemoryError set when an item cannot be allocated. */
+static int hand_off_each(PyObject* objs) {
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); ++i) {
+    PyObject* o = PyList_GET_ITEM(objs, i);
+    dc_item* it = dc_item_new(release, Py_NewRef(o));
+    if (it == NULL) {
+      Py_DECREF(o);
+      PyErr_NoMemory();
+      return -1;
+    }
+    dc_hand_off(host, it);
+  }
+  return 0;
+}
+
 /* hand_off_and_fork(objs) -> (pid, cleaned_at_fork): hand off one item per
  * object from the main thread, then fork() at once, with no bytecode between
  * (CPython runs pending calls only between bytecodes).  cleaned_at_fork is our
@@ -132,15 +148,7 @@ static PyObject* hand_off_and_fork(PyObject* self, PyObject* objs) {
   (void)self;
   if (dc_entry(host) != 0) return NULL;
   if (!PyList_Check(objs)) return PyErr_Format(PyExc_TypeError, "a list");
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); ++i) {
-    PyObject* o = PyList_GET_ITEM(objs, i);
-    dc_item* it = dc_item_new(release, Py_NewRef(o));
-    if (it == NULL) {
-      Py_DECREF(o);
-      return PyErr_NoMemory();
-    }
-    dc_hand_off(host, it);
-  }
+  if (hand_off_each(objs) != 0) return NULL;
   PyOS_BeforeFork();
   pid_t pid = fork();
   unsigned long long at_fork = atomic_load(&cleaned);
@@ -182,15 +190,7 @@ static PyObject* hand_off_while_ring_full(PyObject* self, PyObject* objs) {
   unsigned long added = 0;
   while (added < 1000 && Py_AddPendingCall(filler, NULL) == 0) ++added; /* 1000: a bound */
   fillers_added += added;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(objs); ++i) {
-    PyObject* o = PyList_GET_ITEM(objs, i);
-    dc_item* it = dc_item_new(release, Py_NewRef(o));
-    if (it == NULL) {
-      Py_DECREF(o);
-      return PyErr_NoMemory();
-    }
-    dc_hand_off(host, it);
-  }
+  if (hand_off_each(objs) != 0) return NULL;
   dc_get_counters(host, &after);
   for (int k = 0; k < 1000 && fillers_ran < fillers_added; ++k) /* 1000: a bound */
     if (Py_MakePendingCalls() != 0) return NULL;
