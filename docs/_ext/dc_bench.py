@@ -840,6 +840,14 @@ def model_checks() -> dict:
     return {c.name: c for c in sys.modules[name].CHECKS}
 
 
+def _run_commit(data: dict) -> str:
+    """The commit a bench.json run measured (its provenance stamp, else its
+    machine record, else "?"), for the "not measured yet" notes."""
+    return (data.get("provenance") or {}).get("commit", "")[:12] or data.get("machine", {}).get(
+        "commit", "?"
+    )
+
+
 class BenchSlowPathBreakdown(_BenchDirective):
     """The slow-path breakdown, the one-word bound and the records."""
 
@@ -848,9 +856,7 @@ class BenchSlowPathBreakdown(_BenchDirective):
         section = data.get("slow_path_breakdown")
         out: list[str] = []
         if not section:
-            commit = (data.get("provenance") or {}).get("commit", "")[:12] or data.get(
-                "machine", {}
-            ).get("commit", "?")
+            commit = _run_commit(data)
             out += [
                 f"**Not measured yet.** The committed run (commit ``{commit}``) has no "
                 "``slow_path_breakdown`` section: its binary predates the breakdown's rows. "
@@ -958,9 +964,7 @@ class BenchOneProducerBreakdown(_BenchDirective):
         section = data.get("one_producer_breakdown")
         out: list[str] = []
         if not section:
-            commit = (data.get("provenance") or {}).get("commit", "")[:12] or data.get(
-                "machine", {}
-            ).get("commit", "?")
+            commit = _run_commit(data)
             out += [
                 f"**Not measured yet.** The committed run (commit ``{commit}``) has no "
                 "``one_producer_breakdown`` section: its binary predates the breakdown's rows. "
