@@ -382,18 +382,65 @@ def test_exit_flush_runs_tool_counts_each_run(tmp_path):
     assert data["provenance"]["sources"], data["provenance"]
 
 
+TWO_INTERRUPT_RUNS = 5  # runs tried for one where the exit sequence drains all
+
+
 def test_later_interrupts_of_the_exit_sequence_go_to_unraisablehook(scenario):
-    """The exit sequence releases everything and never stops early: of the
-    KeyboardInterrupt and SystemExit(3) its cleanups raise, the first is
-    raised by the exit hook in the atexit phase, the later one goes to
-    sys.unraisablehook; every payload is released once."""
+    """The exit sequence releases everything and never stops early: a
+    cleanup's KeyboardInterrupt does not end its wait, so a destructor that
+    becomes due after it is still released; of the KeyboardInterrupt and
+    SystemExit(3) its cleanups raise, the first is raised by the exit hook in
+    the atexit phase, the later one goes to sys.unraisablehook.
+
+    Every run must release every payload once, on the main thread, and
+    report each interrupt once (raised, or sent to the hook), with no
+    SystemError.  The daemon thread's release is a timing the test does not
+    control: on a loaded machine the KeyboardInterrupt's payload may be
+    drained by an ordinary pending call before the exit sequence starts
+    (then it is raised there, in the main thread's last bytecodes or in
+    threading._shutdown).  So up to TWO_INTERRUPT_RUNS runs are made, and the
+    rule about the exit sequence's own interrupts is asserted on the first
+    run in which the sequence drained every payload; one such run must
+    occur."""
     n = 10
-    out = scenario("exit_two_interrupts", str(n), timeout_s=60)
+    witnessed = []
+    for _ in range(TWO_INTERRUPT_RUNS):
+        out = scenario("exit_two_interrupts", str(n), timeout_s=90)
+        s = out["at_exit"]
+        assert s is not None, out["stderr"]
+        assert s["exit_hook_ran"], s
+        assert s["cleaned"] == n and s["cleanups_on_main"] == n, s
+        assert s["deferred_interrupts"] + s["interrupts_unraisable"] == 2, s
+        assert "KeyboardInterrupt" in out["stderr"], out["stderr"]
+        assert "SystemExit" in out["stderr"], out["stderr"]
+        assert "SystemError" not in out["stderr"], out["stderr"]
+        if s["exit_drained_while_waiting"] + s["exit_final_drained"] == n:
+            witnessed.append(s)
+            break
+    assert witnessed, (
+        f"in none of {TWO_INTERRUPT_RUNS} runs did the exit sequence drain all {n} payloads "
+        "(each time an ordinary pending call drained the first one earlier)"
+    )
+    s = witnessed[0]
+    assert s["deferred_interrupts"] == 1 and s["interrupts_unraisable"] == 1, s
+
+
+def test_an_interrupt_that_ends_threading_shutdown_does_not_skip_the_exit_sequence(scenario):
+    """3.10-3.13 register the exit sequence from a threading exit callback.
+    A KeyboardInterrupt that ends threading._shutdown before that callback
+    runs (a Ctrl-C there; here a callback registered after the import
+    raises it) must not skip the sequence: it runs from its fallback, a plain
+    atexit handler, and releases the payloads whose destructors become due
+    1 s later, during its wait.  On 3.14+ the sequence is a plain atexit
+    handler anyway, and the same must hold."""
+    n = 10
+    out = scenario("exit_shutdown_interrupted", str(n), timeout_s=90)
     s = out["at_exit"]
     assert s is not None, out["stderr"]
+    assert s["exit_hook_ran"], (s, out["stderr"])
     assert s["cleaned"] == n and s["cleanups_on_main"] == n, s
-    assert s["deferred_interrupts"] == 1 and s["interrupts_unraisable"] == 1, s
-    assert "KeyboardInterrupt" in out["stderr"] and "SystemExit" in out["stderr"], out["stderr"]
+    assert s["exit_destructors_not_run"] == 0, s
+    assert "KeyboardInterrupt" in out["stderr"], out["stderr"]
     assert "SystemError" not in out["stderr"], out["stderr"]
 
 

@@ -29,6 +29,9 @@
 //     threading._shutdown, before the atexit handlers), so it is the last
 //     registered and runs first, and it runs every other handler itself
 //     (atexit._run_exitfuncs(), which empties the list) before its sequence;
+//     an exception that ends threading._shutdown before that callback (a
+//     Ctrl-C there) would skip it, so a plain handler registered at import
+//     runs the sequence then, as on 3.14;
 //   * from CPython 3.14 the atexit module calls its handlers from a copy of
 //     its list, so a handler cannot run the others itself (each would run
 //     twice; measured by test_atexit_list_semantics): the hook is registered

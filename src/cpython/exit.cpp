@@ -49,10 +49,10 @@ PyObject* exit_sequence(PyObject*, PyObject*) {
   if (g.exit_ran || !q.host_alive() || !is_main_thread()) Py_RETURN_NONE;
   // 0. Drain while work is due, up to the exit wait (exit_phase.hpp, shared
   //    with the reference module): the GIL is released between drains so
-  //    the user's threads (and Python threads) progress; a
-  //    KeyboardInterrupt/SystemExit (Ctrl-C, from a signal handler run there
-  //    or by a cleanup) ends the wait; steps 1-3 still run, and the
-  //    interrupt is raised at the end.
+  //    the user's threads (and Python threads) progress; a Ctrl-C (a
+  //    KeyboardInterrupt/SystemExit from a signal handler run there) ends the
+  //    wait, one a cleanup raises does not; steps 1-3 still run, and the
+  //    first interrupt is raised at the end.
   g.exit_sequence_running = true;  // releases everything: no early stop (host_stop_drain)
   exit_wait(
       interrupts(), q.settings.exit_wait_ns.load(std::memory_order_relaxed),  // setting

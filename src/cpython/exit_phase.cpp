@@ -32,7 +32,8 @@ int call_with(const char* module, const char* method, PyObject* arg) {
 /// One registered sequence and its hook's state (the GIL guards it).
 /// Leaked on purpose: atexit and threading hold functions bound to it.
 struct LastHook {
-  PyObject* sequence;  // strong reference
+  PyObject* sequence;       // strong reference
+  bool registered = false;  // the threading callback ran (registered the hook)
   bool running = false;
   bool done = false;
 };
@@ -61,14 +62,36 @@ PyMethodDef g_last_hook_def = {"_deferred_cleanup_exit_hook", &last_hook, METH_N
 
 /// The threading exit callback: registers the hook with atexit, last.
 PyObject* register_last(PyObject* capsule, PyObject*) {
+  LastHook* h = hook_of(capsule);
+  if (h == nullptr) return nullptr;
   PyObject* hook = PyCFunction_New(&g_last_hook_def, capsule);
   const int rc = call_with("atexit", "register", hook);
   Py_XDECREF(hook);
   if (rc != 0) return nullptr;
+  h->registered = true;
   Py_RETURN_NONE;
 }
 PyMethodDef g_register_last_def = {"_deferred_cleanup_register_last", &register_last, METH_NOARGS,
                                    nullptr};
+
+/// The fallback, a plain atexit handler registered at the import: runs the
+/// sequence only when the threading callback never ran.  An exception that
+/// ends threading._shutdown before the callbacks registered earlier (a
+/// KeyboardInterrupt from Ctrl-C, a signal handler, a pending call, or a
+/// later-registered callback) skips them: Lib/threading.py v3.10.0-v3.13.0,
+/// _shutdown calls each in turn with no try; Python/pylifecycle.c
+/// (wait_for_thread_shutdown) reports its exception as unraisable and goes on
+/// to the atexit phase.  In the normal case the last hook runs it nested,
+/// from _run_exitfuncs, and it returns at once.
+PyObject* fallback_hook(PyObject* capsule, PyObject*) {
+  LastHook* h = hook_of(capsule);
+  if (h == nullptr) return nullptr;
+  if (h->registered || h->done) Py_RETURN_NONE;
+  h->done = true;
+  return PyObject_CallNoArgs(h->sequence);
+}
+PyMethodDef g_fallback_def = {"_deferred_cleanup_exit_fallback", &fallback_hook, METH_NOARGS,
+                              nullptr};
 #endif
 
 }  // namespace
@@ -79,10 +102,16 @@ int register_exit_sequence(PyObject* sequence) noexcept {
   PyObject* capsule = PyCapsule_New(h, "deferred_cleanup.exit_hook", nullptr);
   if (capsule == nullptr) return -1;  // h leaked with its reference: import fails anyway
   PyObject* later = PyCFunction_New(&g_register_last_def, capsule);
+  PyObject* fallback = PyCFunction_New(&g_fallback_def, capsule);
   Py_DECREF(capsule);
   const int rc = call_with("threading", "_register_atexit", later);
   Py_XDECREF(later);
-  if (rc == 0) return 0;
+  if (rc == 0) {
+    const int fallback_rc = call_with("atexit", "register", fallback);
+    Py_XDECREF(fallback);
+    return fallback_rc;
+  }
+  Py_XDECREF(fallback);
   if (!PyErr_ExceptionMatches(PyExc_AttributeError) && !PyErr_ExceptionMatches(PyExc_RuntimeError))
     return -1;
   PyErr_Clear();  // missing, or threading already shut down: a plain handler
@@ -94,11 +123,18 @@ void exit_wait(InterruptRule& rule, std::int64_t bound_ns, DrainAndDue drain_and
                void* ctx) noexcept {
   const std::int64_t start = steady_ns();
   for (;;) {
-    if (!drain_and_due(ctx) || rule.kept() || steady_ns() - start >= bound_ns) return;
+    // A cleanup's interrupt does not end the wait: it is kept (or sent to
+    // sys.unraisablehook) and the wait goes on releasing what is due.
+    if (!drain_and_due(ctx) || steady_ns() - start >= bound_ns) return;
     PyThreadState* ts = PyEval_SaveThread();  // the GIL released while it sleeps
     std::this_thread::sleep_for(std::chrono::microseconds(500));
     PyEval_RestoreThread(ts);
-    if (PyErr_CheckSignals() != 0) rule.report(nullptr);  // Ctrl-C: kept, ends the wait
+    if (PyErr_CheckSignals() != 0) {
+      const bool interrupt = PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) ||
+                             PyErr_ExceptionMatches(PyExc_SystemExit);
+      rule.report(nullptr);  // Ctrl-C: kept, ends the wait
+      if (interrupt) return;
+    }
   }
 }
 

@@ -1,13 +1,19 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Scenario: two cleanups raise KeyboardInterrupt and SystemExit(3) inside the
-exit sequence, which releases everything and so never stops early.
+"""Scenario: two cleanups raise KeyboardInterrupt and SystemExit(3) at exit,
+the first while more destructors are still due.
 
 usage: exit_two_interrupts.py N
-Destroys a graph of N payloads whose destructor calls the driver holds back;
-a daemon thread releases them 0.2 s after the main thread's last line, so
-they become due during the exit wait (exit_wait_s=30) and the exit sequence
-drains them.  Payload 0's finalizer raises KeyboardInterrupt, payload 1's
-SystemExit(3).  Prints {"created": N, "held": ...} as its last line.
+Two drivers hold back the destructor calls of their graphs: graph A has one
+payload, whose finalizer raises KeyboardInterrupt; graph B has the other
+N - 1, and the first of those raises SystemExit(3).  A daemon thread
+releases A 0.2 s after the main thread's last line, waits until A's payload
+was cleaned (a hang guard of 30 s), then releases B.  In the usual run A's
+destructor becomes due during the exit wait (exit_wait_s=30), so the exit
+sequence drains A, then B, which became due later: a cleanup's interrupt must
+not end the wait.  On a loaded machine A may instead be drained by an
+ordinary pending call, before the exit sequence (in the main thread's last
+bytecodes, or in threading._shutdown); the test tells the runs apart.
+Prints {"created": N, "held": ...} as its last line.
 """
 
 import json
@@ -28,18 +34,26 @@ def fin(i):
         raise SystemExit(3)
 
 
-driver = dc.SimulatedDriver()
-g = driver.create_graph()
-for i in range(n):
-    g.attach(i, fin)
-driver.set_hold(True)
-g.destroy()
+drivers = []
+for payloads in (range(1), range(1, n)):
+    driver = dc.SimulatedDriver()
+    g = driver.create_graph()
+    for i in payloads:
+        g.attach(i, fin)
+    driver.set_hold(True)
+    g.destroy()
+    drivers.append(driver)
+a, b = drivers
 
 
 def late_release():
     time.sleep(0.2)
-    driver.release(1)  # not an entry point: any thread may call it
+    a.release(1)  # not an entry point: any thread may call it
+    deadline = time.monotonic() + 30  # hang guard
+    while dc.counters()["cleaned"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    b.release(1)
 
 
-print(json.dumps({"created": n, "held": driver.held}), flush=True)
+print(json.dumps({"created": n, "held": a.held + b.held}), flush=True)
 threading.Thread(target=late_release, daemon=True).start()

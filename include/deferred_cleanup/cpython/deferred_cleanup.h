@@ -79,10 +79,13 @@ typedef struct dc_host_options {
    * SystemExit is raised at the end of the exit sequence instead), so the
    * error state is clear when CPython finalizes.
    * Ctrl-C during the wait: CPython's signal handlers run between two of its
-   * 0.5 ms sleeps, and a KeyboardInterrupt or SystemExit they (or a cleanup)
-   * raise ends the wait; the rest of the exit sequence still runs and raises
-   * it at its end, where CPython reports it as an exception of an atexit
-   * callback (Modules/atexitmodule.c, atexit_callfuncs, v3.10.0). */
+   * 0.5 ms sleeps, and a KeyboardInterrupt or SystemExit they raise
+   * ends the wait; the rest of the exit sequence still runs and raises it at
+   * its end, where CPython reports it as an exception of an atexit callback
+   * (Modules/atexitmodule.c, atexit_callfuncs, v3.10.0).  One a cleanup
+   * raises does not end the wait: it is raised at the end the same way (a
+   * later one goes to sys.unraisablehook), and what becomes due within
+   * exit_wait_ns is still cleaned. */
   int64_t exit_wait_ns;
   uint64_t (*outstanding)(void* ctx);
   void* outstanding_ctx;

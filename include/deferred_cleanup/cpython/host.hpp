@@ -46,7 +46,9 @@ using Item = dc_item;
 ///      every atexit handler of yours, whenever you registered it: a
 ///      threading._register_atexit callback (Lib/threading.py v3.10.0,
 ///      _shutdown, which Py_FinalizeEx runs before the atexit phase) adds a
-///      hook that runs the other handlers first, then the sequence.  On
+///      hook that runs the other handlers first, then the sequence (if an
+///      exception such as a Ctrl-C ends _shutdown before that callback, a
+///      fallback handler registered at Host::get() runs it instead).  On
 ///      3.14+ it is an ordinary atexit handler registered at Host::get(), so
 ///      (atexit runs last-registered first) your handlers registered after
 ///      Host::get() run before it and those registered before run after it

@@ -401,7 +401,10 @@ def _register_exit_hook(sequence) -> None:
     the nested call of the hook returns at once) and only then the exit
     sequence.  Both functions are private CPython APIs present from 3.9 to
     3.15; ``tests/test_exit.py`` checks the resulting order on every
-    interpreter of the matrix.
+    interpreter of the matrix.  An exception that ends ``threading._shutdown``
+    before that callback runs (a Ctrl-C there) would skip it, so a fallback,
+    a plain handler registered at the import, then runs the sequence at that
+    position, as on 3.14+.
 
     3.14+: the atexit module runs its handlers from a copy of its list
     (``_ATEXIT_RUNS_LIVE_LIST``), so a nested ``atexit._run_exitfuncs`` would
