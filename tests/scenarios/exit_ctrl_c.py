@@ -15,6 +15,8 @@ import sys
 import threading
 import time
 
+from _held import destroy_held
+
 import deferred_cleanup as dc
 
 n, wait_s = int(sys.argv[1]), float(sys.argv[2])
@@ -23,12 +25,7 @@ n, wait_s = int(sys.argv[1]), float(sys.argv[2])
 # installs no KeyboardInterrupt handler: set it here.
 signal.signal(signal.SIGINT, signal.default_int_handler)
 dc.configure(exit_wait_s=wait_s, backstop_wait_s=0.5)
-driver = dc.SimulatedDriver()
-held = driver.create_graph()
-for _ in range(n):
-    held.attach(object())
-driver.set_hold(True)
-held.destroy()
+driver = destroy_held(object() for _ in range(n))
 
 
 def ctrl_c() -> None:

@@ -20,16 +20,13 @@ import sys
 import threading
 import time
 
+from _held import destroy_held
+
 import deferred_cleanup as dc
 
 n = int(sys.argv[1])
 dc.configure(exit_wait_s=30)
-driver = dc.SimulatedDriver()
-g = driver.create_graph()
-for _ in range(n):
-    g.attach(object())
-driver.set_hold(True)
-g.destroy()
+driver = destroy_held(object() for _ in range(n))
 
 
 def late_release():

@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 
+from _held import destroy_held
+
 import deferred_cleanup as dc
 
 n = int(sys.argv[1])
@@ -34,16 +36,8 @@ def fin(i):
         raise SystemExit(3)
 
 
-drivers = []
-for payloads in (range(1), range(1, n)):
-    driver = dc.SimulatedDriver()
-    g = driver.create_graph()
-    for i in payloads:
-        g.attach(i, fin)
-    driver.set_hold(True)
-    g.destroy()
-    drivers.append(driver)
-a, b = drivers
+a = destroy_held(range(1), fin)
+b = destroy_held(range(1, n), fin)
 
 
 def late_release():

@@ -14,16 +14,13 @@ import sys
 import threading
 import time
 
+from _held import destroy_held
+
 import deferred_cleanup as dc
 
 n, wait_s, delay_s = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
 dc.configure(exit_wait_s=wait_s)
-driver = dc.SimulatedDriver()
-g = driver.create_graph()
-for _ in range(n):
-    g.attach(object())
-driver.set_hold(True)
-g.destroy()
+driver = destroy_held(object() for _ in range(n))
 
 
 def late_release():
