@@ -3,7 +3,8 @@
  * protocol (ReferencePolicy in include/deferred_cleanup/policy.hpp),
  * with the re-arm rule of rearm.hpp and rearm_state.hpp (as of commit 5c53945,
  * moved there unchanged)
- * (stale clock started after the add, the claim moved by CAS, the superseded
+ * (the claim marked added but untimed after the add and its stale clock
+ * started by the first look (the lazy clock), the claim moved by CAS, the superseded
  * call recorded by number, a refused re-arm whose old call ran gives the
  * claim back, a caller that may not re-arm leaves or gives back the claim's
  * clock, the main thread's re-arm past the bound, call_ran taking the claim
@@ -21,7 +22,8 @@
  *                gate_enter, claim (an exchange), token_for_claim
  *                (rearm_state.hpp: set_claimed_at(0), new_call_token,
  *                set_claim_seq), Py_AddPendingCall with the
- *                token; accepted: call_added (start_stale_clock); refused:
+ *                token; accepted: call_added (the claim marked untimed,
+ *                no clock); refused:
  *                unclaim;
  *                gate_leave.  A producer may run at any time, also during and
  *                after shutdown.
@@ -53,7 +55,8 @@
  *                take_stale_claim's CAS compares with "running", not with
  *                the stamp read (see rearm_if_stale below).
  *   re-arm       rearm_if_stale(q, main_entry) (rearm.hpp), step by
- *                step, as numbered in its comment: 1 the clock (0: return;
+ *                step, as numbered in its comment: 0 time_claim (untimed:
+ *                the first look starts the clock); 1 the clock (0: return;
  *                "not stale yet"); 2 superseded() and main_rearmed(): a
  *                superseded call recorded and not (main_entry and no call of
  *                the main thread recorded): return, the clock untouched;
