@@ -82,8 +82,9 @@ DEFERRED_CLEANUP_LOCAL inline constexpr std::int64_t kClaimUntimed = INT64_MIN;
 
 /// A host clock reading as a claim time: `now`, except that 0 ("no clock")
 /// and kClaimUntimed become 1, so that a stamp is never mistaken for either.
-/// A monotonic clock in nanoseconds (host.hpp) is neither in practice; the
-/// shift by at most a few nanoseconds only makes a re-arm that much early.
+/// A monotonic clock in nanoseconds (host.hpp; the CPython host's counts
+/// from boot) returns neither in practice; if one did, the stamp would be
+/// off and a re-arm early or late, as with any stale view of the clock.
 ///
 /// Thread: any.  Never blocks.  Memory ordering: none (a value).
 /// Errors: none.  Source: this project.
