@@ -459,10 +459,11 @@ def lose_call(dc):
 def claim_never_stale(dc):
     """stale_claim_s set to an hour for the test, restored after.
 
-    A claim older than stale_claim_s (1 s by default) is re-armed by a sampled
-    producer or an entry point: a second pending call, by design.  A test that
-    counts pending calls of one claim uses this, so that its count does not
-    depend on how fast a loaded machine runs the burst.
+    A claim seen outstanding for stale_claim_s (1 s by default; its clock
+    starts at the first look after the add) is re-armed by a sampled producer
+    or an entry point: a second pending call, by design.  A test that counts
+    pending calls of one claim uses this, so that its count does not depend
+    on how fast a loaded machine runs the burst.
 
     Returns:
         module: ``deferred_cleanup``.

@@ -300,6 +300,14 @@ FORK_RECORDS = textwrap.dedent("""
             time.sleep(0.001)  # sleeping: pending calls may run, no entry point
         return round(time.monotonic() - t0, 3)
 
+    def first_look():
+        # An entry point off the main thread looks at the claim and drains
+        # nothing: the claim's stale clock starts here, not at the add
+        # (rearm.hpp: a claim is stale once SEEN outstanding for the bound).
+        t = threading.Thread(target=dc.poll)
+        t.start()
+        t.join()
+
     def child():
         me = threading.get_ident()
         released = []
@@ -326,6 +334,7 @@ FORK_RECORDS = textwrap.dedent("""
         dc._native._test_lose_calls(1 if record == "superseded" else 2)
         one.destroy()   # the claimant's thread claims; the claim's call is lost
         assert claimant.wait_idle(5)
+        first_look()
         time.sleep(PAST_STALE_S)
         if record == "main":
             out["poll_within"] = dc.poll()  # drains `one` directly, re-arms: lost as well
@@ -349,6 +358,7 @@ FORK_RECORDS = textwrap.dedent("""
     dc._native._test_lose_calls(2 if record == "superseded" else 3)
     g.destroy()      # the driver's thread claims; the claim's call is lost
     assert d.wait_idle(5)
+    first_look()
     time.sleep(PAST_STALE_S)
     dc.poll()        # drains directly; re-arms within the bound: lost (superseded record)
     if record == "main":

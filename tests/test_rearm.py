@@ -6,8 +6,9 @@ CPython 3.10/3.11 lose a call added from a thread with no thread state while
 a subinterpreter holds the GIL (probe field ``subinterp.runner``; bpo-10915).
 The test hook ``_test_lose_calls(n)`` makes the host report the next n calls
 accepted and drop them, on every interpreter.  The reference re-arms a claim
-older than ``stale_claim_s`` (a producer on about one fast-path hit in 16, or
-a main-thread entry point) with at most two of its calls outstanding; when
+seen outstanding for ``stale_claim_s`` (its clock starts at the first look
+after the call was added, not at the add; a look is a producer's sampled
+fast-path hit, about one in 16, or an entry point) with at most two of its calls outstanding; when
 two calls in a row are lost, a main-thread entry point adds one more past
 that bound (at most three).  The comparison variants, as shipped, stay stuck
 until an unrelated wakeup.
@@ -43,8 +44,12 @@ SCRIPT = textwrap.dedent("""
     g = d.create_graph()
     for i in range(1, 101):
         g.attach(i, released.append)
+    # The entry points above (create_graph, attach, destroy) are the first
+    # look at the claim: its stale clock starts there, not at the add, so the
+    # destructors come once the claim has been seen outstanding for the bound.
     d.set_hold(True)
     g.destroy()
+    time.sleep(0.3)
     d.release(1)
     t0 = time.monotonic()
     while len(released) < 101 and time.monotonic() - t0 < 3.0:
@@ -99,10 +104,19 @@ def test_main_thread_entry_point_rearms_a_stale_claim(dc, recorder, lose_call):
         before = dc.counters()["rearms"]
         import time
 
+        # Twice the bound after the add, but nobody has looked at the claim:
+        # the first look (this entry point) drains directly and only starts
+        # the claim's stale clock (rearm.hpp: stale once SEEN outstanding for
+        # the bound), so it does not re-arm.
         time.sleep(0.1)
         assert dc.poll() == "drained"  # the entry point drains directly ...
         assert recorder.calls == {1: 1}
-        assert dc.counters()["rearms"] == before + 1  # ... and restores the pending-call path
+        assert dc.counters()["rearms"] == before, "stale from the add: the first look re-armed"
+        assert dc.counters()["scheduled"] is True
+        # The bound after that first look: the next entry point re-arms.
+        time.sleep(0.1)
+        assert dc.poll() == "nothing"  # the queue is empty ...
+        assert dc.counters()["rearms"] == before + 1  # ... and it restores the pending-call path
         # The re-armed call runs at the next eval-breaker check and clears the claim.
         assert wait_until(lambda: dc.counters()["scheduled"] is False, 5)
         assert dc.counters()["calls_outstanding"] <= 1

@@ -7,14 +7,14 @@
 // a subinterpreter holds the GIL goes to that interpreter and is lost (the
 // probe's field `subinterp.runner`; Python/ceval.c v3.11.0, bpo-10915).  Then
 // `scheduled_` would stay true for good and no producer would ever schedule
-// again.  So a claim older than the stale bound (default 1 s,
-// deferred_cleanup.configure(stale_claim_s=...)) whose call has not run may
-// be re-armed: one producer or entry point adds one more pending call, which
-// becomes the claim's call, while the older ones may still be outstanding.
-// Each call of the reference carries a sequence number (rearm_state.hpp,
-// CallToken); only the claim's call clears `scheduled_`, an older one only
-// drains.  CPython runs a ring's pending calls first in, first out, so when
-// a call numbered s runs, every older call of ours has run or was lost.
+// again.  So a stale claim (below: seen outstanding for the stale bound)
+// whose call has not run may be re-armed: one producer or entry point adds
+// one more pending call, which becomes the claim's call, while the older
+// ones may still be outstanding.  Each call of the reference carries a
+// sequence number (rearm_state.hpp, CallToken); only the claim's call clears
+// `scheduled_`, an older one only drains.  CPython runs a ring's pending
+// calls first in, first out, so when a call numbered s runs, every older
+// call of ours has run or was lost.
 //
 //  1. Within the bound.  A re-arm records the superseded call's number
 //     (`superseded_seq_`, 0 -> n) and is allowed only while none is
@@ -39,6 +39,22 @@
 //     runs it is the claim's call: it clears `scheduled_`, drains, and
 //     clears both records, and the next enqueue schedules as usual.
 //
+// When a claim is stale.  The claimant reads no clock: once its call is in
+// the host's ring it only marks the claim "added, not yet timed"
+// (kClaimUntimed, rearm_state.hpp).  The first re-arm check that looks at
+// the claim (below) starts its stale clock; the claim is stale at a look at
+// least the stale bound (default 1 s, deferred_cleanup.configure(
+// stale_claim_s=...)) after that first look, i.e. once it has been SEEN
+// outstanding for the bound.  A re-armer, which has just looked, starts the
+// clock of its own call at once.  So a lost call is recovered at the first
+// look at least one bound after the first look at its claim, where the rule
+// before timed from the add: recovery needs one more look (the one that
+// starts the clock) and comes later by at most the time from the add to
+// that first look.  Under either rule only a look re-arms, so a claim nobody
+// looks at is never recovered; under this one it is not even stale.  A
+// claim is still never stale before its call is in the host's ring (the
+// mark is stored only after the add).
+//
 // Hence at most three of the queue's calls are ever outstanding (two from
 // producers, one from the main thread: kMaxCallsOutstanding; calls_outstanding()
 // below), and any number
@@ -46,7 +62,8 @@
 // main-thread entry point once the claim is stale.  A producer looks at the
 // claim's age on about one fast-path hit in 16, chosen by a hash of the item
 // address (a clock read on every hit would double the fast path's cost);
-// main-thread entry points look every time.
+// an entry point off the main thread (retry_schedule) and main-thread entry
+// points look every time.
 //
 // Where the core calls the rule: the destructor's fast path on a sampled hit
 // (callback.hpp), the retry of an entry point off the main thread
@@ -101,8 +118,10 @@ void rearm_gate_leave(BasicQueue<P>& q) noexcept {
 }  // namespace detail
 
 // [doc:rearm]
-/// Re-arm a stale claim: if the outstanding claim is older than the stale
-/// bound, add one more pending call that becomes the claim's call.  Within
+/// Look at the outstanding claim and re-arm it if stale: the first look at a
+/// claim whose call was added starts its stale clock (time_claim()); a look
+/// at least the stale bound after that finds it stale and adds one more
+/// pending call that becomes the claim's call.  Within
 /// the bound (no superseded call recorded) anyone may; past it (a superseded
 /// call still recorded: it and the call that superseded it may both be lost)
 /// only the main thread at an entry point, with at most one such call
@@ -112,8 +131,9 @@ void rearm_gate_leave(BasicQueue<P>& q) noexcept {
 /// `main_entry` the caller must be the main thread, holding the GIL in the
 /// main interpreter and not inside a drain (drain_at_entry()).  Never waits,
 /// except inside the host's add_pending_call.
-/// Memory ordering: the claim's age, its sequence number and the records of
-/// superseded and main-thread calls are relaxed heuristics (rearm_state.hpp); the
+/// Memory ordering: the claim's time (untimed or a stamp), its sequence
+/// number and the records of superseded and main-thread calls are relaxed
+/// heuristics (rearm_state.hpp); the
 /// call is added behind the in-flight gate like any other, so shutdown still
 /// waits for it.  scheduled_ is not touched: it stays true until the claim's
 /// call clears it.
@@ -136,11 +156,18 @@ ScheduleResult rearm_if_stale(BasicQueue<P>& q, bool main_entry = false) noexcep
   if (host.now_ns == nullptr) {
     return ScheduleResult::already_scheduled;
   }
-  const std::int64_t seen = r.claimed_at();
+  std::int64_t seen = r.claimed_at();
   if (seen == 0) {
     return ScheduleResult::already_scheduled;
   }
   const std::int64_t now = host.now_ns();
+  if (seen == kClaimUntimed) {
+    // The first look at an added claim starts its stale clock; one looker wins.
+    if (!r.time_claim(now)) {
+      return ScheduleResult::already_scheduled;
+    }
+    seen = claim_stamp(now);
+  }
   if (now - seen < q.settings.stale_claim_ns.load(std::memory_order_relaxed)) {  // a setting
     return ScheduleResult::already_scheduled;
   }

@@ -16,21 +16,27 @@
 //                       that may still run (0: none);
 //   main_seq_           the number of the main thread's call past that bound
 //                       (0: none);
-//   claimed_at_ns_      when the current claim's call was added (host clock;
-//                       0: no stale clock running).
+//   claimed_at_ns_      the claim's stale clock: 0 (no clock: no claim, or
+//                       its call not yet in the host's ring), kClaimUntimed
+//                       (the call was added, nobody has looked since), or
+//                       the host clock when a re-arm check first saw the
+//                       call outstanding (or when a re-armer added it).
 //
 // The core enters this state only through named hooks, each at one call site
 // that says what it is for:
 //
 //   BasicQueue()            RearmState(this): the tokens name their queue;
 //   schedule()              token_for_claim(), then call_added(): the claim's
-//                           call gets a numbered token, its stale clock starts
-//                           once the call is in the host's ring;
+//                           call gets a numbered token and, once it is in the
+//                           host's ring, is marked added but untimed (no clock
+//                           read on the claimant's path);
 //   pending_call()          call_ran(), then stop_stale_clock(): is this the
 //                           claim's call (it clears scheduled_) or one a
 //                           re-arm superseded (it only drains)?
 //   reset_after_fork()      reset_after_fork(): no record survives in a child;
-//   callback, entry points  rearm_if_stale() (rearm.hpp), the rule itself.
+//   callback, entry points  rearm_if_stale() (rearm.hpp), the rule itself; its
+//                           first look at an untimed claim starts the clock
+//                           (time_claim()).
 //
 // Every member is relaxed except the claim move (move_claim_seq(), acq_rel):
 // the numbers and the clock are heuristics that can make a re-arm early or
@@ -63,6 +69,30 @@ DEFERRED_CLEANUP_LOCAL inline constexpr std::size_t kCallTokens = 64;
 /// Source: this project; verified by the model (tests/model) and
 /// calls_outstanding() in the tests.
 DEFERRED_CLEANUP_LOCAL inline constexpr std::uint32_t kMaxCallsOutstanding = 3;
+
+/// The claim time of a claim whose call is in the host's ring but that no
+/// re-arm check has looked at yet ("added, not yet timed"): the smallest
+/// int64, which is neither 0 ("no clock") nor a time the core stores (every
+/// stamp goes through claim_stamp(), which maps the host clock away from 0
+/// and from this value).
+///
+/// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
+/// Source: this project (rearm.hpp, the lazy stale clock).
+DEFERRED_CLEANUP_LOCAL inline constexpr std::int64_t kClaimUntimed = INT64_MIN;
+
+/// A host clock reading as a claim time: `now`, except that 0 ("no clock")
+/// and kClaimUntimed become 1, so that a stamp is never mistaken for either.
+/// A monotonic clock in nanoseconds (host.hpp; the CPython host's counts
+/// from boot) returns neither in practice; if one did, the stamp would be
+/// off and a re-arm early or late, as with any stale view of the clock.
+///
+/// Thread: any.  Never blocks.  Memory ordering: none (a value).
+/// Errors: none.  Source: this project.
+/// @param now a host clock reading (Host::now_ns)
+/// @return the claim time to store
+constexpr std::int64_t claim_stamp(std::int64_t now) noexcept {
+  return (now == 0 || now == kClaimUntimed) ? 1 : now;
+}
 
 template <class P>
 class BasicQueue;
@@ -125,15 +155,22 @@ class RearmState {
     return token;
   }
 
-  /// Hook of schedule(): the claim's call numbered `seq` was added; start
-  /// its stale clock (start_stale_clock()).
+  /// Hook of schedule(): the claim's call numbered `seq` was added; mark it
+  /// "added, not yet timed" (claim time 0 -> kClaimUntimed, only while call
+  /// `seq` is still the claim's call).  The claimant reads no clock: the
+  /// first re-arm check that looks at the claim starts its stale clock
+  /// (time_claim(), rearm.hpp), so a claim is stale once it has been seen
+  /// outstanding for the stale bound.
   ///
-  /// Thread: the producer that added it.  Never blocks.
-  /// Memory ordering: relaxed.  Errors: none.  Source: this project.
+  /// Thread: the producer that added it, after add_pending_call returned 0.
+  /// Never blocks.
+  /// Memory ordering: relaxed load and CAS (a heuristic, as
+  /// start_stale_clock()).  Errors: none.  Source: this project.
   /// @param seq the added call's number
-  /// @param host the queue's host (no clock: no claim ever looks stale)
+  /// @param host the queue's host (no clock: the claim stays at 0, and no
+  ///        claim ever looks stale)
   void call_added(std::uint64_t seq, const Host& host) noexcept {
-    if (host.now_ns != nullptr) start_stale_clock(seq, host.now_ns());
+    if (host.now_ns != nullptr) arm_claim_time(seq, kClaimUntimed);
   }
 
   /// Hook of pending_call(): the claim's call clears scheduled_; its stale
@@ -353,53 +390,74 @@ class RearmState {
     return ran_max_seq_.load(std::memory_order_relaxed) >= seq;
   }
 
-  /// Record when the current claim was made (host clock, nanoseconds; 0 for
-  /// none).
+  /// Set the claim time: 0 for no clock (the only value the core passes).
   ///
   /// Thread: the claimant, the re-armer or the drain.
   /// Memory ordering: relaxed: a heuristic for the re-arm rule; a stale or
   /// torn view can only make a re-arm early or late, never exceed three calls.
   /// Errors: none.
   /// Source: this project.
-  /// @param ns host clock at the claim, or 0
+  /// @param ns 0, kClaimUntimed or a claim_stamp()
   void set_claimed_at(std::int64_t ns) noexcept {
     // Heuristic only.
     claimed_at_ns_.store(ns, std::memory_order_relaxed);
   }
 
-  /// When the current claim was made (0 for none).
+  /// The claim time: 0 (no clock running), kClaimUntimed (the claim's call
+  /// was added, nobody has looked since), or the claim_stamp() of the first
+  /// look (or of the re-armer's add).
   ///
   /// Thread: any.  Memory ordering: relaxed.  Errors: none.
   /// Source: this project.
-  /// @return host clock in nanoseconds, or 0
+  /// @return 0, kClaimUntimed, or host clock in nanoseconds
   std::int64_t claimed_at() const noexcept {
     // Heuristic only.
     return claimed_at_ns_.load(std::memory_order_relaxed);
   }
 
-  /// Start the claim's stale clock once its call was added: claim time
-  /// 0 -> `now`, only while call `seq` is still the claim's call (a claim is
-  /// never stale before its call is in the host's ring, so a re-arm can never
-  /// overtake the call it supersedes and break the first-in, first-out order
-  /// that call_ran() relies on).
+  /// Start (or give back) the claim's stale clock at `now`: claim time
+  /// 0 -> claim_stamp(now), only while call `seq` is still the claim's call
+  /// (a claim is never stale before its call is in the host's ring, so a
+  /// re-arm can never overtake the call it supersedes and break the
+  /// first-in, first-out order that call_ran() relies on).  The re-armer
+  /// has just looked, so its own call starts timed; a claimant's call starts
+  /// untimed (call_added()).
   ///
-  /// Thread: the claimant or the re-armer, after add_pending_call returned 0.
+  /// Thread: the re-armer, after add_pending_call returned 0 (or after a
+  /// refusal, or to give a stale claim back).
   /// Memory ordering: relaxed (a heuristic; a call that already ran took
   /// the claim back to 0, and re-arming needs a non-zero claim).
   /// Errors: none.
   /// Source: this project.
   /// @param seq the added call's number
-  /// @param now the caller's clock
+  /// @param now the caller's clock (or the stamp it took)
   void start_stale_clock(std::uint64_t seq, std::int64_t now) noexcept {
-    if (claim_seq() != seq) return;  // it ran already, or a re-arm moved on
-    std::int64_t zero = 0;
-    // Heuristic only.
-    claimed_at_ns_.compare_exchange_strong(zero, now, std::memory_order_relaxed);
+    arm_claim_time(seq, claim_stamp(now));
   }
 
-  /// Move the claim time from `seen` to 0, so that one re-armer wins per
-  /// stale claim (the re-armer starts the clock again once its call was
-  /// added).
+  /// The first look at an added, untimed claim starts its stale clock:
+  /// claim time kClaimUntimed -> claim_stamp(now).  One looker wins; the
+  /// others (and a looker whose claim ran or moved meanwhile) change
+  /// nothing.  The value kClaimUntimed is stored only after the claim's
+  /// call is in the host's ring (call_added()), so a claim timed here was
+  /// in the ring before the clock started.
+  ///
+  /// Thread: any caller of rearm_if_stale() (rearm.hpp).  Never blocks.
+  /// Memory ordering: relaxed CAS (a heuristic, as start_stale_clock()).
+  /// Errors: none.
+  /// Source: this project.
+  /// @param now the caller's clock
+  /// @return true if this caller started the clock
+  bool time_claim(std::int64_t now) noexcept {
+    std::int64_t untimed = kClaimUntimed;
+    // Heuristic only; one starter.
+    return claimed_at_ns_.compare_exchange_strong(untimed, claim_stamp(now),
+                                                  std::memory_order_relaxed);
+  }
+
+  /// Move the claim time from `seen` (a stamp, never kClaimUntimed) to 0,
+  /// so that one re-armer wins per stale claim (the re-armer starts the
+  /// clock again once its call was added).
   ///
   /// Thread: any.  Memory ordering: relaxed CAS.  Errors: none.
   /// Source: this project.
@@ -426,6 +484,20 @@ class RearmState {
   }
 
  private:
+  /// Claim time 0 -> `at` (kClaimUntimed or a stamp), only while call `seq`
+  /// is the claim's call: start_stale_clock() and call_added().
+  ///
+  /// Thread: the claimant or the re-armer.  Memory ordering: relaxed.
+  /// Errors: none.  Source: this project.
+  /// @param seq the added call's number
+  /// @param at the claim time to store
+  void arm_claim_time(std::uint64_t seq, std::int64_t at) noexcept {
+    if (claim_seq() != seq) return;  // it ran already, or a re-arm moved on
+    std::int64_t zero = 0;
+    // Heuristic only.
+    claimed_at_ns_.compare_exchange_strong(zero, at, std::memory_order_relaxed);
+  }
+
   /// Slots of the call tokens (CallToken, kCallTokens).
   CallToken<P> tokens_[kCallTokens];
   /// Sequence numbers of pending calls (reference).
@@ -440,7 +512,7 @@ class RearmState {
   /// Sequence number of the main thread's call past the re-arm bound possibly
   /// outstanding, 0 for none.
   std::atomic<std::uint64_t> main_seq_{0};
-  /// Host clock at the current claim, 0 for none (a heuristic).
+  /// The claim time: 0, kClaimUntimed or a stamp (claimed_at(); a heuristic).
   std::atomic<std::int64_t> claimed_at_ns_{0};
 };
 

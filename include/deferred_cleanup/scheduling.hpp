@@ -20,7 +20,9 @@
 // the GIL).  Then `scheduled_` would stay true for good.  The re-arm rule adds
 // one more call for a claim that stayed outstanding too long, so that at most
 // three of the queue's calls are ever outstanding; this file only gives the
-// claim's call a numbered token and starts its stale clock (two hooks).
+// claim's call a numbered token and, once it is in the ring, marks the claim
+// added but untimed (two hooks; no clock read: the first re-arm check that
+// looks at the claim starts its stale clock).
 //
 // Before calling the host a reference producer passes the in-flight gate
 // (queue.hpp): once shutdown has closed the gate nobody calls into CPython,
@@ -157,7 +159,7 @@ ScheduleResult schedule(BasicQueue<P>& q) noexcept {
     }
     if (add_call(q, arg) == 0) {
       if constexpr (P::rearm) {
-        q.rearm.call_added(seq, q.host());  // re-arming: the call is in the ring; clock starts
+        q.rearm.call_added(seq, q.host());  // re-arming: in the ring; untimed until a look
       }
       result = ScheduleResult::scheduled;
     } else {

@@ -551,6 +551,16 @@ class Rearm : public ::testing::Test {
   dc::DeferredCleanupItem* sampled(std::size_t k) { return &pool_.items[sampled_.at(k)]; }
   dc::DeferredCleanupItem* plain(std::size_t k) { return &pool_.items[plain_.at(k)]; }
   std::size_t cleaned() const { return pool_.cleaned_once(); }
+  // The first re-arm check that looks at a claim whose call was added starts
+  // its stale clock (rearm.hpp: a claim is stale once it has been SEEN
+  // outstanding for the bound; the claimant reads no clock).  This look is
+  // the one a sampled producer or an entry point makes; it never re-arms
+  // while the bound is positive.
+  void first_look() {
+    EXPECT_EQ(q_.rearm.claimed_at(), dc::kClaimUntimed) << "the claim was not added-untimed";
+    EXPECT_EQ(dc::rearm_if_stale(q_), dc::ScheduleResult::already_scheduled);
+    EXPECT_NE(q_.rearm.claimed_at(), dc::kClaimUntimed) << "the first look did not time the claim";
+  }
 
   static constexpr std::int64_t kBound = 1'000'000;  // 1 ms of the fake clock
   dc::ReferenceQueue q_{dc_test::host()};
@@ -563,6 +573,7 @@ TEST_F(Rearm, LostCallRecoveredByALaterEnqueueAfterTheStaleBound) {
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
   EXPECT_EQ(dc_test::counters().lost, 1u);
   EXPECT_EQ(dc_test::run_all(), 0u);  // nothing to run: the call was lost
+  first_look();                       // the stale clock starts here, not at the add
   // Before the bound: a sampled producer looks, and leaves the claim alone.
   dc_test::advance_clock(kBound - 1);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::already_scheduled);
@@ -585,6 +596,55 @@ TEST_F(Rearm, LostCallRecoveredByALaterEnqueueAfterTheStaleBound) {
   EXPECT_EQ(cleaned(), 6u);
   EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
   EXPECT_LE(dc_test::counters().max_ours_outstanding, 2u);
+}
+
+// The stale clock starts at the first look, not at the add (rearm.hpp, "When
+// a claim is stale"): the claimant reads no clock and only marks its claim
+// added-untimed, so a claim nobody looks at does not go stale on its own,
+// however old its call.  The first look starts the clock and does not
+// re-arm; a look at least one bound after it does.
+TEST_F(Rearm, StaleClockStartsAtTheFirstLookNotAtTheAdd) {
+  dc_test::lose_next(1);
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(q_.rearm.claimed_at(), dc::kClaimUntimed) << "the claimant timed its claim";
+  EXPECT_EQ(dc_test::run_all(), 0u);  // the call was lost
+  // Long past the bound, with producers that do not look: still untimed.
+  for (std::size_t k = 1; k <= 3; ++k) {
+    dc_test::advance_clock(100 * kBound);
+    EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(k)), dc::ScheduleResult::already_scheduled);
+  }
+  EXPECT_EQ(q_.rearm.claimed_at(), dc::kClaimUntimed) << "a claim nobody looked at went stale";
+  // The first look, 300 bounds after the add, only starts the clock.
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::already_scheduled)
+      << "stale from the add: the first look re-armed";
+  EXPECT_NE(q_.rearm.claimed_at(), dc::kClaimUntimed);
+  EXPECT_NE(q_.rearm.claimed_at(), 0);
+  EXPECT_EQ(q_.stats.rearms.load(), 0u);
+  // Seen outstanding for less than the bound: not stale.
+  dc_test::advance_clock(kBound - 1);
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(1)), dc::ScheduleResult::already_scheduled);
+  EXPECT_EQ(dc_test::counters().added, 1u);
+  // The first look plus the bound: stale, re-armed, and the path works again.
+  dc_test::advance_clock(1);
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(2)), dc::ScheduleResult::rearmed);
+  EXPECT_EQ(dc_test::counters().added, 2u);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(cleaned(), 7u);
+  EXPECT_FALSE(q_.scheduled_snapshot());
+  EXPECT_EQ(q_.rearm.claimed_at(), 0) << "the claim's call ran: no clock";
+  EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
+}
+
+// A bound of zero: the first look starts the clock and, seen outstanding for
+// zero time, the claim is stale at that same look.
+TEST_F(Rearm, ZeroBoundIsStaleAtTheFirstLook) {
+  q_.settings.stale_claim_ns.store(0);
+  dc_test::lose_next(1);
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::rearmed);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(cleaned(), 2u);
+  EXPECT_FALSE(q_.scheduled_snapshot());
 }
 
 TEST_F(Rearm, LostCallRecoveredByAMainThreadEntryPoint) {
@@ -614,6 +674,7 @@ TEST_F(Rearm, LostCallRecoveredByAMainThreadEntryPoint) {
 TEST_F(Rearm, SlowCallIsReArmedOnceNeverMoreThanTwoOutstanding) {
   // The first call is not lost, only slow (the main thread is busy).
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  first_look();
   dc_test::advance_clock(kBound);
   dc::ScheduleResult r{};
   std::thread off_main([&] { r = dc::retry_schedule(q_); });  // an entry point off the main thread
@@ -639,6 +700,7 @@ TEST_F(Rearm, SlowCallIsReArmedOnceNeverMoreThanTwoOutstanding) {
 
 TEST_F(Rearm, RefusedReArmIsRetriedOneBoundLater) {
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  first_look();
   dc_test::advance_clock(kBound);
   // Fill the ring: the re-arm is refused.
   while (dc_test::add_foreign()) {
@@ -659,6 +721,7 @@ TEST_F(Rearm, RefusedReArmIsRetriedOneBoundLater) {
 TEST_F(Rearm, SecondLostCallIsRecoveredByALaterEnqueue) {
   dc_test::lose_next(1);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  first_look();
   dc_test::advance_clock(kBound);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::rearmed);
   EXPECT_EQ(dc_test::run_all(), 1u);
@@ -668,6 +731,7 @@ TEST_F(Rearm, SecondLostCallIsRecoveredByALaterEnqueue) {
   dc_test::lose_next(1);  // a second lost call, much later
   dc_test::advance_clock(100 * kBound);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(1)), dc::ScheduleResult::scheduled);
+  first_look();
   dc_test::advance_clock(kBound);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(1)), dc::ScheduleResult::rearmed);
   EXPECT_EQ(dc_test::run_all(), 1u);
@@ -677,6 +741,7 @@ TEST_F(Rearm, SecondLostCallIsRecoveredByALaterEnqueue) {
 TEST_F(Rearm, SupersededCallDrainsButDoesNotClearTheClaim) {
   // The claim's call is slow (still in the ring), a re-arm supersedes it.
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  first_look();
   dc_test::advance_clock(kBound);
   EXPECT_EQ(dc::on_user_object_destroyed(q_, sampled(0)), dc::ScheduleResult::rearmed);
   EXPECT_EQ(q_.rearm.superseded(), 1u);
@@ -710,6 +775,7 @@ void run_old_call_then_fill_ring(const void*) {
 
 TEST_F(Rearm, RefusedReArmAfterTheOldCallRanGivesTheClaimBack) {
   EXPECT_EQ(dc::on_user_object_destroyed(q_, plain(0)), dc::ScheduleResult::scheduled);
+  first_look();
   dc_test::advance_clock(kBound);
   dc_test::set_in_gate_hook(&run_old_call_then_fill_ring);
   const dc::ScheduleResult r = dc::on_user_object_destroyed(q_, sampled(0));
@@ -759,6 +825,7 @@ class RearmPastTheBound : public Rearm {
   void lose_a_call_and_its_rearm(std::size_t first_item) {
     const auto before = dc_test::counters();
     EXPECT_EQ(enqueue_off_main(plain(first_item)), dc::ScheduleResult::scheduled);
+    first_look();
     dc_test::advance_clock(kBound);
     EXPECT_EQ(entry_off_main(), dc::ScheduleResult::rearmed);
     EXPECT_EQ(dc_test::counters().lost, before.lost + 2);
@@ -842,6 +909,7 @@ TEST_F(RearmPastTheBound, ThreeLostCallsThenMainThreadEntryPoints) {
   EXPECT_EQ(dc_test::counters().lost, 3u);
   EXPECT_EQ(dc_test::run_all(), 0u);
   EXPECT_EQ(enqueue_off_main(plain(2)), dc::ScheduleResult::already_scheduled);
+  first_look();  // a look (plain items do not look) starts the third claim's clock
   dc_test::advance_clock(kBound);
   EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::drained);
   EXPECT_EQ(cleaned(), 6u);
@@ -864,6 +932,7 @@ TEST_F(RearmPastTheBound, ThreeLostCallsThenMainThreadEntryPoints) {
 // fourth, and when the main thread's call runs the records clear.
 TEST_F(RearmPastTheBound, SlowCallsNeverMoreThanThreeOutstanding) {
   EXPECT_EQ(enqueue_off_main(plain(0)), dc::ScheduleResult::scheduled);
+  first_look();
   dc_test::advance_clock(kBound);
   EXPECT_EQ(entry_off_main(), dc::ScheduleResult::rearmed);
   dc_test::advance_clock(kBound);

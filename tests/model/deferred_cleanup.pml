@@ -3,7 +3,8 @@
  * protocol (ReferencePolicy in include/deferred_cleanup/policy.hpp),
  * with the re-arm rule of rearm.hpp and rearm_state.hpp (as of commit 5c53945,
  * moved there unchanged)
- * (stale clock started after the add, the claim moved by CAS, the superseded
+ * (the claim marked added but untimed after the add and its stale clock
+ * started by the first look (the lazy clock), the claim moved by CAS, the superseded
  * call recorded by number, a refused re-arm whose old call ran gives the
  * claim back, a caller that may not re-arm leaves or gives back the claim's
  * clock, the main thread's re-arm past the bound, call_ran taking the claim
@@ -21,7 +22,8 @@
  *                gate_enter, claim (an exchange), token_for_claim
  *                (rearm_state.hpp: set_claimed_at(0), new_call_token,
  *                set_claim_seq), Py_AddPendingCall with the
- *                token; accepted: call_added (start_stale_clock); refused:
+ *                token; accepted: call_added (the claim marked untimed,
+ *                no clock); refused:
  *                unclaim;
  *                gate_leave.  A producer may run at any time, also during and
  *                after shutdown.
@@ -44,13 +46,17 @@
  *                the GIL of its own (main) interpreter, so Py_AddPendingCall
  *                finds that interpreter (Python/ceval.c v3.11.0,
  *                Py_AddPendingCall, _PyThreadState_GET()).
- *   claim clock  claimed_at_ns_ is `clk`, 0 or "running": time is not
- *                modelled, so "now - claimed_at >= stale bound" is a
- *                nondeterministic choice of the caller of rearm_if_stale;
+ *   claim clock  claimed_at_ns_ is `clk`: 0, UNTIMED (kClaimUntimed: the
+ *                claimant's call_added marks its claim added but untimed,
+ *                reading no clock) or "running" (the first look, or a
+ *                re-armer, started it): time is not modelled, so "now -
+ *                claimed_at >= stale bound" is a nondeterministic choice of
+ *                the caller of rearm_if_stale once the clock runs;
  *                take_stale_claim's CAS compares with "running", not with
  *                the stamp read (see rearm_if_stale below).
  *   re-arm       rearm_if_stale(q, main_entry) (rearm.hpp), step by
- *                step, as numbered in its comment: 1 the clock (0: return;
+ *                step, as numbered in its comment: 0 time_claim (untimed:
+ *                the first look starts the clock); 1 the clock (0: return;
  *                "not stale yet"); 2 superseded() and main_rearmed(): a
  *                superseded call recorded and not (main_entry and no call of
  *                the main thread recorded): return, the clock untouched;
@@ -289,7 +295,8 @@ byte claim_seq = 0;   /* claim_seq_: the claim's call, 0 for none */
 #endif
 byte superseded = 0;  /* superseded_seq_: the superseded call, 0 for none */
 byte ran_max = 0;     /* ran_max_seq_: highest number that ran */
-bool clk = 0;         /* claimed_at_ns_ != 0: the claim's stale clock runs */
+#define UNTIMED 2     /* kClaimUntimed: added, no look yet */
+byte clk = 0;         /* claimed_at_ns_: 0, 1 (a stamp: the clock runs) or UNTIMED */
 byte main_rec = 0;    /* main_seq_: the main thread's call past the bound */
 
 /* The interpreter. */
@@ -504,6 +511,16 @@ inline host_call(num, by_producer) {
   fi
 }
 
+/* rearm_state.hpp, call_added(num), then gate_leave: load claim_seq_; if it
+ * is still `num`, CAS claimed_at 0 -> kClaimUntimed (no clock read). */
+inline call_added_leave(num) {
+  if
+  :: atomic { claim_seq != num -> BUSY_DEC; GATE_LEAVE skip }  /* it ran, or moved on */
+  :: claim_seq == num ->
+     atomic { if :: clk == 0 -> clk = UNTIMED :: else -> skip fi; BUSY_DEC; GATE_LEAVE skip }
+  fi
+}
+
 /* rearm_state.hpp, start_stale_clock(num), then gate_leave: load claim_seq_; if it
  * is still `num`, CAS claimed_at 0 -> now.  gate_leave is a left mover
  * (below) and joins the last step. */
@@ -569,7 +586,7 @@ inline schedule(by_producer) {
 #endif
         atomic { host_call(seq, by_producer) };  /* add_call */
         if
-        :: rc == 0 -> start_stale_clock_leave(seq)
+        :: rc == 0 -> call_added_leave(seq)
         :: else ->                        /* refused: unclaim() */
            atomic { scheduled = 0; OWED(1); GATE_LEAVE skip }
         fi
@@ -657,10 +674,19 @@ inline give_back_clock(num) {
  * yet" is always possible (time is not modelled).  After a successful take
  * the caller is busy until it restarts or gives back a clock, or leaves. */
 inline rearm_if_stale(by_producer, on_main) {
+  /* time_claim: the first look at an added claim starts its clock (CAS
+   * UNTIMED -> stamp); the code then tests the stamp against the bound, so
+   * the choice below follows (with a positive bound it is "not stale yet";
+   * the model also lets it be stale, more behaviours, none fewer).  This
+   * look alone is no CHANCE: it cannot find the claim stale for a bound. */
   if
-  :: atomic { !clk -> CHANCE(on_main); got = 0 }   /* seen == 0: no clock */
+  :: atomic { clk == UNTIMED -> clk = 1 }
+  :: else -> skip
+  fi;
+  if
+  :: atomic { clk == 0 -> CHANCE(on_main); got = 0 }   /* seen == 0: no clock */
   :: got = 0                                       /* not stale yet */
-  :: clk ->
+  :: clk == 1 ->
      atomic {                                      /* step 2 */
 #ifndef DROP_CLOCK
        pass = (superseded == 0 || (ME(on_main) && main_rec == 0));
@@ -672,7 +698,7 @@ inline rearm_if_stale(by_producer, on_main) {
      if
      :: pass ->
         if
-        :: atomic { clk -> clk = 0; CHANCE(on_main); BUSY_INC; got = 1 }  /* take_stale_claim */
+        :: atomic { clk == 1 -> clk = 0; CHANCE(on_main); BUSY_INC; got = 1 }  /* take_stale_claim */
         :: got = 0                                 /* the CAS fails: the clock changed */
         fi
      :: else -> got = 0                            /* at the bound: the claim left alone */

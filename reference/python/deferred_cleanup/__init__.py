@@ -337,11 +337,16 @@ def configure(
             (default 5.0).  With the ``cuda`` driver this includes launched
             work that holds the last reference.  ``None`` keeps the current
             value.
-        stale_claim_s (float | None): seconds after which a claimed pending
-            call that has not run may be re-armed (one more pending call is
-            added; at most three of the queue's calls are ever outstanding,
-            the third only when the main thread re-arms past the bound after
-            two lost calls; default 1.0).  ``None`` keeps the current value.
+        stale_claim_s (float | None): seconds a claimed pending call that
+            has not run must have been seen outstanding before it may be
+            re-armed (one more pending call is added; at most three of the
+            queue's calls are ever outstanding, the third only when the main
+            thread re-arms past the bound after two lost calls; default
+            1.0).  The claim's clock starts at the first re-arm check that
+            looks at it after its call was added (a sampled producer, an
+            entry point), not at the add, so a lost call is recovered at the
+            first look at least this long after that first look.  ``None``
+            keeps the current value.
         backstop_wait_s (float | None): seconds the ``Py_AtExit`` backstop,
             after the interpreter is gone, waits in all for simulated
             drivers' destructor calls still due and for producers inside
