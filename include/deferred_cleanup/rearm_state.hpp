@@ -46,6 +46,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "deferred_cleanup/host.hpp"
 
@@ -78,7 +79,8 @@ DEFERRED_CLEANUP_LOCAL inline constexpr std::uint32_t kMaxCallsOutstanding = 3;
 ///
 /// Thread: any (a constant).  Memory ordering: n/a.  Errors: n/a.
 /// Source: this project (rearm.hpp, the lazy stale clock).
-DEFERRED_CLEANUP_LOCAL inline constexpr std::int64_t kClaimUntimed = INT64_MIN;
+DEFERRED_CLEANUP_LOCAL inline constexpr std::int64_t kClaimUntimed =
+    std::numeric_limits<std::int64_t>::min();
 
 /// A host clock reading as a claim time: `now`, except that 0 ("no clock")
 /// and kClaimUntimed become 1, so that a stamp is never mistaken for either.
