@@ -348,22 +348,6 @@ def test_slow_path_breakdown_matches_committed_json_or_says_not_measured(page):
     assert checks == {"tests/model/run.py::no_gate", "tests/model/run.py::no_rearm"}, why.rows
 
 
-def test_the_breakdown_comparison_catches_a_changed_or_missing_section(page):
-    data = json.loads(DATA.read_text())
-    if "slow_path_breakdown" in data:
-        tampered = copy.deepcopy(data)
-        tampered["core"]["batch16/destructor/reference-no-gate/none"]["ns_per_item"] *= 1.5
-        assert any("raw rows give" in p for p in breakdown_mismatches(page, tampered))
-        gone = copy.deepcopy(data)
-        del gone["slow_path_breakdown"]
-        assert breakdown_mismatches(page, gone) != []
-    else:
-        # The page says "not measured yet"; a section it does not show is caught.
-        claimed = copy.deepcopy(data)
-        claimed["slow_path_breakdown"] = {"base": "cuda-core-1.2", "target": "<= 1.0", "rows": []}
-        assert breakdown_mismatches(page, claimed) != []
-
-
 def one_producer_mismatches(page_html: str, data: dict) -> list[str]:
     """Every difference between the page's one-producer breakdown and the
     JSON: the table's ratios recomputed from the raw rows, and the generated
@@ -428,17 +412,42 @@ def test_one_producer_breakdown_matches_committed_json_or_says_not_measured(page
     }, why.rows
 
 
-def test_the_one_producer_comparison_catches_a_changed_or_missing_section(page):
+# Each breakdown section: its key in bench.json, the check of the page
+# against it, one raw row it reads (and that row's field), and a section the
+# page would have to show when the committed run has none.
+BREAKDOWN_SECTIONS = [
+    pytest.param(
+        "slow_path_breakdown",
+        breakdown_mismatches,
+        ("batch16/destructor/reference-no-gate/none", "ns_per_item"),
+        {"base": "cuda-core-1.2", "target": "<= 1.0", "rows": []},
+        id="slow-path",
+    ),
+    pytest.param(
+        "one_producer_breakdown",
+        one_producer_mismatches,
+        ("mt/destructor/reference-no-rearm/threads:1", "items_per_second"),
+        {"target": ">= 0.9", "rows": []},
+        id="one-producer",
+    ),
+]
+
+
+@pytest.mark.parametrize("key,mismatches,raw,stub", BREAKDOWN_SECTIONS)
+def test_the_breakdown_comparison_catches_a_changed_or_missing_section(
+    page, key, mismatches, raw, stub
+):
     data = json.loads(DATA.read_text())
-    if "one_producer_breakdown" in data:
+    if key in data:
         tampered = copy.deepcopy(data)
-        tampered["core"]["mt/destructor/reference-no-rearm/threads:1"]["items_per_second"] *= 1.5
-        assert any("raw rows give" in p for p in one_producer_mismatches(page, tampered))
+        row, field = raw
+        tampered["core"][row][field] *= 1.5
+        assert any("raw rows give" in p for p in mismatches(page, tampered))
         gone = copy.deepcopy(data)
-        del gone["one_producer_breakdown"]
-        assert one_producer_mismatches(page, gone) != []
+        del gone[key]
+        assert mismatches(page, gone) != []
     else:
         # The page says "not measured yet"; a section it does not show is caught.
         claimed = copy.deepcopy(data)
-        claimed["one_producer_breakdown"] = {"target": ">= 0.9", "rows": []}
-        assert one_producer_mismatches(page, claimed) != []
+        claimed[key] = stub
+        assert mismatches(page, claimed) != []
