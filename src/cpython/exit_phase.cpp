@@ -129,12 +129,7 @@ void exit_wait(InterruptRule& rule, std::int64_t bound_ns, DrainAndDue drain_and
     PyThreadState* ts = PyEval_SaveThread();  // the GIL released while it sleeps
     std::this_thread::sleep_for(std::chrono::microseconds(500));
     PyEval_RestoreThread(ts);
-    if (PyErr_CheckSignals() != 0) {
-      const bool interrupt = PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) ||
-                             PyErr_ExceptionMatches(PyExc_SystemExit);
-      rule.report(nullptr);  // Ctrl-C: kept, ends the wait
-      if (interrupt) return;
-    }
+    if (PyErr_CheckSignals() != 0 && rule.report(nullptr)) return;  // Ctrl-C: ends the wait
   }
 }
 

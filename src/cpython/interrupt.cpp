@@ -16,17 +16,20 @@ void bump(std::atomic<std::uint64_t>* counter) noexcept {
 
 }  // namespace
 
-void InterruptRule::report(PyObject* where) noexcept {
+bool InterruptRule::report(PyObject* where) noexcept {
+  bool interrupt = false;
   if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt) || PyErr_ExceptionMatches(PyExc_SystemExit)) {
     if (type_ == nullptr) {
       PyErr_Fetch(&type_, &value_, &tb_);
       PyErr_NormalizeException(&type_, &value_, &tb_);
-      return;
+      return true;
     }
+    interrupt = true;
     bump(counters_.later_interrupts);  // a later interrupt of the drain
   }
   bump(counters_.unraisable);
   PyErr_WriteUnraisable(where);
+  return interrupt;
 }
 
 int InterruptRule::after_drain() noexcept {

@@ -60,8 +60,9 @@ class InterruptRule {
   /// The exception set now, left by a cleanup or a signal handler: the first
   /// KeyboardInterrupt/SystemExit while none is kept is kept (the error
   /// state cleared); anything else goes to sys.unraisablehook with `where`
-  /// (may be nullptr) as its object.  Requires an exception set.
-  void report(PyObject* where) noexcept;
+  /// (may be nullptr) as its object.  Requires an exception set.  Returns
+  /// whether it was a KeyboardInterrupt/SystemExit (kept, or a later one).
+  bool report(PyObject* where) noexcept;
 
   /// Host::after_drain, the pending call's return value: -1 with the kept
   /// interrupt set when one is kept, this is the outermost drain and a

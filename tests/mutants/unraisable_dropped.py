@@ -4,11 +4,13 @@
 FILE = "src/cpython/interrupt.cpp"
 FIND = """\
   PyErr_WriteUnraisable(where);
+  return interrupt;
 }
 """
 REPLACE = """\
   PyErr_Clear();  // MUTANT: dropped, not reported
   static_cast<void>(where);
+  return interrupt;
 }
 """
 PROPERTY = "an exception a cleanup raises (other than the delivered interrupt) goes to sys.unraisablehook; the drain continues"
