@@ -40,10 +40,19 @@ SCRIPT = textwrap.dedent("""
     while time.monotonic() - t0 < 0.5:      # sleeping: pending calls could run, no entry point
         time.sleep(0.001)
     after_loss = {"released": len(released), "scheduled": dc.counters()["scheduled"]}
-    # 2. 100 new payloads from a driver thread, then a sleeping wait only.
+    # 2. 100 new payloads (or more) from a driver thread, then a sleeping wait only.
     g = d.create_graph()
     for i in range(1, 101):
         g.attach(i, released.append)
+    # The fast path looks at the claim's age only for items its address hash
+    # picks (about one in 16, callback.hpp); payloads lie at a regular stride,
+    # so 100 of them hold none in some runs (docs/design/callback.rst).  Attach
+    # until the burst holds one the producer will sample.
+    n = 100
+    while dc._native._test_stale_sampled(g) == 0 and n < 4000:
+        n += 1
+        g.attach(n, released.append)
+    sampled = dc._native._test_stale_sampled(g)
     # The entry points above (create_graph, attach, destroy) are the first
     # look at the claim: its stale clock starts there, not at the add, so the
     # destructors come once the claim has been seen outstanding for the bound.
@@ -52,10 +61,11 @@ SCRIPT = textwrap.dedent("""
     time.sleep(0.3)
     d.release(1)
     t0 = time.monotonic()
-    while len(released) < 101 and time.monotonic() - t0 < 3.0:
+    while len(released) < 1 + n and time.monotonic() - t0 < 3.0:  # a hang guard
         time.sleep(0.001)
     c = dc.counters()
-    print(json.dumps({"after_loss": after_loss, "released": len(released), "rearms": c["rearms"],
+    print(json.dumps({"after_loss": after_loss, "released": len(released), "payloads": 1 + n,
+                      "sampled": sampled, "rearms": c["rearms"],
                       "calls_outstanding": c["calls_outstanding"], "variant": c["variant"],
                       "waited_s": round(time.monotonic() - t0, 3)}))
 """)
@@ -78,7 +88,8 @@ def test_reference_recovers_a_lost_call_at_a_later_enqueue():
     assert r["after_loss"] == {"released": 0, "scheduled": True}, (
         "the call must really have been lost"
     )
-    assert r["released"] == 101, f"payloads stayed queued after the lost call: {r}"
+    assert r["sampled"] >= 1, f"no payload of the burst is sampled: {r}"
+    assert r["released"] == r["payloads"], f"payloads stayed queued after the lost call: {r}"
     assert r["rearms"] >= 1, r
     assert r["calls_outstanding"] <= 2, r
 
