@@ -318,8 +318,8 @@ FORK_RECORDS = textwrap.dedent("""
         claimant = dc.SimulatedDriver()   # its thread makes the claim whose call is lost
         many = producers.create_graph()
         # The fast path looks at the claim's age only for items its address
-        # hash picks (about one in 16, callback.hpp); payloads lie at a regular
-        # stride, so 200 of them hold none in a few runs in a hundred.  Attach
+        # hash picks (about one in 16, callback.hpp), and a burst can hold none
+        # (rarely: docs/design/callback.rst).  Attach
         # until the burst holds one the producer will sample.
         n_many = 0
         while n_many < 200 or (dc._native._test_stale_sampled(many) == 0 and n_many < 4000):

@@ -45,8 +45,8 @@ SCRIPT = textwrap.dedent("""
     for i in range(1, 101):
         g.attach(i, released.append)
     # The fast path looks at the claim's age only for items its address hash
-    # picks (about one in 16, callback.hpp); payloads lie at a regular stride,
-    # so 100 of them hold none in some runs (docs/design/callback.rst).  Attach
+    # picks (about one in 16, callback.hpp), and a burst of 100 can hold none
+    # (rarely: docs/design/callback.rst).  Attach
     # until the burst holds one the producer will sample.
     n = 100
     while dc._native._test_stale_sampled(g) == 0 and n < 4000:
@@ -158,7 +158,7 @@ TWO_LOST = textwrap.dedent("""
             g.attach((name, i), fin)
     # "b"'s destructors must re-arm: the fast path looks at the claim's age
     # only for items its address hash picks (about one in 16, callback.hpp),
-    # and 200 payloads at a regular stride hold none in a few runs in a hundred.
+    # and a burst can hold none (rarely: docs/design/callback.rst).
     n_b = 200
     while dc._native._test_stale_sampled(graphs["b"]) == 0 and n_b < 4000:
         graphs["b"].attach(("b", n_b), fin)

@@ -532,6 +532,45 @@ TYPED_TEST(Comparison, LostCallIsNeverRecovered) {
   EXPECT_EQ(q.count_queued(), 40u);
 }
 
+// ------------------------------------------------- sampling the stale-claim check
+
+// The producer's fast path looks at the claim's age for about one item in 16
+// (sample_stale_check, callback.hpp), whatever the allocator's stride: a burst
+// of 100 items at a regular stride holds no sampled item about as rarely as
+// 100 random addresses would ((15/16)^100, about 0.2 %).  The addresses are
+// fixed, so the counts are too; the bounds leave room above the binomial
+// expectation (0.1 empty bursts of 64 per stride, 6.6 of 4096 in all), and a
+// single multiply exceeds them (at a 48- or 144-byte stride most bursts hold
+// none).  The pointers are only hashed, never dereferenced.
+TEST(SampleStaleCheck, BurstsAtAnyStrideHoldASampledItem) {
+  constexpr int kBursts = 64, kBurst = 100;
+  int empty_total = 0, sampled_total = 0, items_total = 0;
+  for (std::uintptr_t stride = 16; stride <= 1024; stride += 16) {
+    int empty = 0;
+    for (int j = 0; j < kBursts; ++j) {
+      const std::uintptr_t base =
+          (std::uintptr_t{0x7f3a00000000} + static_cast<std::uintptr_t>(j) * 0x1235670u) &
+          ~std::uintptr_t{15};
+      int sampled = 0;
+      for (int k = 0; k < kBurst; ++k) {
+        const auto* item = reinterpret_cast<const dc::DeferredCleanupItem*>(
+            base + static_cast<std::uintptr_t>(k) * stride);
+        sampled += dc::sample_stale_check(item) ? 1 : 0;
+      }
+      empty += sampled == 0 ? 1 : 0;
+      sampled_total += sampled;
+      items_total += kBurst;
+    }
+    EXPECT_LE(empty, 4) << "stride " << stride << ": bursts of " << kBurst
+                        << " with no sampled item, of " << kBursts;
+    empty_total += empty;
+  }
+  EXPECT_LE(empty_total, 41) << "bursts with no sampled item (1 % of 4096)";
+  const double rate = static_cast<double>(sampled_total) / items_total;
+  EXPECT_GT(rate, 1.0 / 20) << "sampled fraction";
+  EXPECT_LT(rate, 1.0 / 13) << "sampled fraction";
+}
+
 // ------------------------------------------------- re-arming (reference only)
 
 class Rearm : public ::testing::Test {
