@@ -9,7 +9,7 @@ FIND = """\
 REPLACE = """\
     bump(counters_.later_interrupts);  // a later interrupt of the drain
     PyErr_Clear();  // MUTANT: the later interrupt is dropped
-    return;
+    return true;
   }
 """
 PROPERTY = "of the interrupts raised by one drain's cleanups, each after the first goes to sys.unraisablehook"
