@@ -133,8 +133,9 @@ def variant() -> str:
     Returns:
         str: ``"reference"``, ``"seed"``, ``"cuda-core-1.2"`` or
         ``"cuda-core-1.2-fixed"``, fixed at import from the environment
-        variable ``DEFERRED_CLEANUP_VARIANT`` (an unknown name makes the
-        import raise :class:`ValueError` listing the four).
+        variable ``DEFERRED_CLEANUP_VARIANT`` (an unknown name, compared
+        case-sensitively, makes the import raise :class:`ImportError` listing
+        the four).
 
     Raises:
         Nothing.
@@ -172,7 +173,10 @@ def stats() -> dict:
 
     Raises:
         KeyboardInterrupt, SystemExit: raised by a payload's finalizer during
-            the drain; delivered after every other queued cleanup ran once.
+            the drain, which stops after that cleanup: the exception is
+            raised at once, and the cleanups not yet run stay queued, in
+            their order, with a pending call re-armed; each runs once, later
+            (docs: Caveats, the early stop).
             Other errors raised by finalizers go to :func:`sys.unraisablehook`.
     """
     return _native.stats()
@@ -196,7 +200,7 @@ def counters() -> dict:
 def drain_now() -> int:
     """Run every queued cleanup now, on the calling (main) thread.
 
-    Works in both variants (an explicit request, not the automatic entry-point
+    Works in every variant (an explicit request, not the automatic entry-point
     drain).  Does not clear the scheduled flag, so an outstanding pending call
     stays the only one.
 
@@ -208,7 +212,10 @@ def drain_now() -> int:
             nothing is drained or lost, the items stay queued.
         ShutdownError: called after the shutdown sequence ran.
         KeyboardInterrupt, SystemExit: raised by a finalizer during the
-            drain; delivered after every other queued cleanup ran once.
+            drain, which stops after that cleanup: the exception is raised
+            at once, and the cleanups not yet run stay queued, in their
+            order, with a pending call re-armed; each runs once, later
+            (docs: Caveats, the early stop).
     """
     return _native.drain_now()
 
@@ -222,7 +229,10 @@ def poll() -> str:
         ``"nothing"``.
 
     Raises:
-        Nothing.
+        KeyboardInterrupt, SystemExit: on the main thread, raised by a
+            finalizer during the direct drain (reference), or kept from an
+            earlier drain that could not deliver it; the drain stops early as
+            in :func:`drain_now`.
     """
     return _native.poll()
 
@@ -263,6 +273,9 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
             above ``MAX_BURST_CALLBACKS``, ``threads`` above 1024 or more
             threads than callbacks, ``timeout_s`` not from 0 to one year.
         TimeoutError: not every payload was cleaned within ``timeout_s``.
+        NotMainThreadError: called from a thread other than the main thread
+            (the message names drain_now(), which the burst calls first).
+        ShutdownError: called once the interpreter is finalizing.
     """
     for name, value in (("callbacks", callbacks), ("threads", threads)):
         if isinstance(value, bool) or not isinstance(value, int):
