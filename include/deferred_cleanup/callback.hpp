@@ -53,8 +53,9 @@ namespace deferred_cleanup {
 /// not do.  A single multiply (Fibonacci hashing) is not enough: items
 /// allocated at a regular stride form an arithmetic sequence, which one
 /// multiply maps to evenly spaced values, and at strides such as 48 or 144
-/// bytes their top bits cycle through a few values that may all miss (half
-/// of such bursts of 100 items held no sampled item).  The xor-shift between
+/// bytes their top bits cycle through a few values that may all miss
+/// (tests/cpp/core_tests.cpp, SampleStaleCheck, counts such bursts of 100
+/// items with no sampled item).  The xor-shift between
 /// two multiplies breaks that structure, so a burst at any stride is sampled
 /// about as often as random addresses would be (a burst of 100 holds none in
 /// about 0.2 % of cases: (15/16)^100).
