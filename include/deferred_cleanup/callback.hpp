@@ -64,14 +64,17 @@ namespace deferred_cleanup {
 /// Source: this project; Knuth, TAOCP vol. 3, 6.4 (multiplicative hashing);
 /// the multiply/xor-shift mix: Steele, Lea and Flood, "Fast splittable
 /// pseudorandom number generators", OOPSLA 2014 (SplitMix64's finalizer).
+/// @tparam Log2 the sampling: one item in 2^Log2 (ReferencePolicy::rearm_sample_log2)
 /// @param item the item just pushed
-/// @return true for about one item in 16
+/// @return true for about one item in 2^Log2 (16 by default)
+template <unsigned Log2 = 4>
 inline bool sample_stale_check(const DeferredCleanupItem* item) noexcept {
+  static_assert(Log2 >= 1 && Log2 <= 32, "a sampling between one in 2 and one in 2^32");
   constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio, odd
   std::uint64_t x = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(item)) * kGolden;
   x ^= x >> 29;  // fold the high bits, which depend on every address bit, into the low ones
   x *= kGolden;
-  return (x >> 60) == 0;
+  return (x >> (64 - Log2)) == 0;
 }
 
 // [doc:callback]
@@ -104,7 +107,7 @@ ScheduleResult hand_off(BasicQueue<P>& q, DeferredCleanupItem* item) noexcept {
   if constexpr (P::fast_path) {
     if (q.check_scheduled()) {  // step 2, fast path: a call is claimed (wakeup.check)
       if constexpr (P::rearm) {
-        if (sample_stale_check(item)) {
+        if (sample_stale_check<P::rearm_sample_log2>(item)) {
           return rearm_if_stale(q);  // re-arming: now and then, is the claim stale?
         }
       }

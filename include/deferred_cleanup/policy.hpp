@@ -141,6 +141,9 @@ struct ReferencePolicy {
   /// re-armed (rearm.hpp; at most kMaxCallsOutstanding, three, of the
   /// queue's pending calls outstanding).
   static constexpr bool rearm = true;
+  /// A fast-path hit looks at the claim's age for about one item in
+  /// 2^rearm_sample_log2 (sample_stale_check(), callback.hpp).
+  static constexpr unsigned rearm_sample_log2 = 4;
   /// schedule() asks the host whether it is finalizing (cuda-core 1.2.0).
   static constexpr bool schedule_checks_finalizing = false;
   /// The drain asks the host whether it is finalizing and then leaks.

@@ -146,16 +146,31 @@ struct PushOnlyVariant : PolicyVariant<Policy, Name> {
   static void destroyed(Queue& q, core::DeferredCleanupItem* item) { q.push(item); }
 };
 
+/// The reference looking at the claim's age on one fast-path hit in 64 or in
+/// 256 instead of 16 (ReferencePolicy::rearm_sample_log2): the sampled look's
+/// share of one producer's time, at two rates.
+struct ReferenceSample64Policy : core::ReferencePolicy {
+  static constexpr unsigned rearm_sample_log2 = 6;
+};
+struct ReferenceSample256Policy : core::ReferencePolicy {
+  static constexpr unsigned rearm_sample_log2 = 8;
+};
+
 inline constexpr char kReferencePushRelease[] = "reference-push-release";
 inline constexpr char kReferenceCheckAcquire[] = "reference-check-acquire";
 inline constexpr char kReferencePushOnly[] = "reference-push-only";
+inline constexpr char kReferenceSample64[] = "reference-sample-64";
+inline constexpr char kReferenceSample256[] = "reference-sample-256";
 using ReferencePushRelease = PolicyVariant<ReferencePushReleasePolicy, kReferencePushRelease>;
 using ReferenceCheckAcquire = PolicyVariant<ReferenceCheckAcquirePolicy, kReferenceCheckAcquire>;
 using ReferencePushOnly = PushOnlyVariant<core::ReferencePolicy, kReferencePushOnly>;
+using ReferenceSample64 = PolicyVariant<ReferenceSample64Policy, kReferenceSample64>;
+using ReferenceSample256 = PolicyVariant<ReferenceSample256Policy, kReferenceSample256>;
 /// The one-producer breakdown's rows (besides the reference and
 /// reference-no-rearm), in the order the page lists them.
 #define DC_BENCH_ONE_PRODUCER_ABLATIONS(X) \
-  X(ReferencePushRelease) X(ReferenceCheckAcquire) X(ReferencePushOnly)
+  X(ReferencePushRelease) X(ReferenceCheckAcquire) X(ReferencePushOnly) X(ReferenceSample64) \
+      X(ReferenceSample256)
 
 using Item = core::DeferredCleanupItem;
 
