@@ -10,30 +10,40 @@ the checks that must notice.  For each mutant this script
      lists them) into a fresh scratch directory build/mutate/<name>/;
   2. applies the replacement; a `find` text that does not occur exactly once
      stops the run (a stale mutant must never pass silently);
-  3. builds, from nothing, what the named checks need, inside the scratch:
-     tests/cpp with the chosen sanitizer, or the Python extension for one
-     interpreter (pip --target into the scratch, so the shared virtual
-     environments are never modified);
+  3. builds what the named checks need: tests/cpp with the chosen sanitizer,
+     from nothing, inside the scratch; or the Python extension for one
+     interpreter, in that interpreter's one incremental tree (below);
   4. runs the checks and records which tests failed.
 
 Before any mutant, the same checks run on an unmutated scratch copy (the
 control): they must pass there, or "killed" would mean nothing.  The
 control's pytest checks of one interpreter run in one pytest session, each
 with its own selection and verdict (tools/mutate_control.py,
-Runner.control_pytest).  Each scratch and each build directory is new; only
-compiler outputs are shared, through ccache, whose key is the preprocessed
-source (compiler_cache(); inside the Debian unstable root, the root's own
-cache), so every unit that sees the mutated file is compiled anew.
+Runner.control_pytest).  Compiler outputs are shared through ccache, whose
+key is the preprocessed source (compiler_cache(); inside the Debian unstable
+root, the root's own cache), so every unit that sees the mutated file is
+compiled anew.
+
+The pytest checks of one interpreter, the control's and every mutant's, run
+in one scratch tree, build/mutate/_incr-<interpreter>/, whose CMake build
+directory is kept (Runner.incremental_tree): before each check the previous
+mutant's file is copied back from the snapshot, this mutant's file is
+copied in, and everything else under its build/ is deleted; CMake then
+compiles only the units that see a changed file (pip configures the tree
+once).  These builds are -O0 (MUTANT_FLAGS), the control's included.
 
 Checks (KILLED_BY in a mutant file):
   litmus         pytest tests/test_litmus.py: the per-line [litmus:TAG] order
                  checks read the scratch's headers (herd7 itself runs in the
                  `tools` once-check; it checks the litmus files, not headers)
+  text:ARGS      pytest ARGS on the scratch with no extension built: tests
+                 that read the sources as text (tests/test_model_code.py)
   cpp            the GoogleTest suite tests/cpp, plain build
   cpp-asan       the same under AddressSanitizer + UBSan
   cpp-tsan       the same under ThreadSanitizer
   pytest:ENV:ARGS  pytest ARGS on interpreter ENV (a tools/matrix.py name),
-                 against the mutant's extension (~40 s to build)
+                 against the mutant's extension (its incremental build: a few
+                 seconds for one source file, about 25 s for a core header)
 
 A mutant is killed when every check it names fails on it (a test failure, a
 sanitizer report, a crash or a timeout) and every test named in KILLING_TESTS
@@ -77,6 +87,7 @@ import dataclasses
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import subprocess
@@ -108,6 +119,14 @@ CPP_ENV = {
 # test as a kill.
 CPP_TEST_TIMEOUT_S = 30  # per GoogleTest test (each runs in its own process)
 PYTEST_TIMEOUT_S = 600
+#: The optimisation of the mutants' extension builds (pytest checks), the
+#: control's included: -O0, about two thirds of -O2's compile time.  A mutant
+#: changes what the code does, which -O0 keeps; the orders and the fences
+#: that only an optimiser can break are the C++ checks' and the litmus
+#: checks' (their own flags).  tools/matrix.py's builds stay -O2.
+FLAGS_VAR = "CMAKE_CXX_FLAGS_RELWITHDEBINFO"
+MUTANT_FLAGS = "-O0 -DNDEBUG"
+
 SANITIZERS = {
     "cpp": ("", {}),
     # -O0: half the compile time of -O1 (make sanitize keeps -O1); ASan and
@@ -202,7 +221,12 @@ def load_mutant(path: Path) -> Mutant:
     if not m.killed_by:
         raise MutantError(f"{path.name}: KILLED_BY names no check")
     for check in m.killed_by:
-        if not (check in SANITIZERS or check == "litmus" or check.startswith("pytest:")):
+        if not (
+            check in SANITIZERS
+            or check == "litmus"
+            or check.startswith("pytest:")
+            or (check.startswith("text:") and check[5:].strip())
+        ):
             raise MutantError(f"{path.name}: unknown check {check!r}")
         if check.startswith("pytest:") and len(check.split(":", 2)) < 3:
             raise MutantError(f"{path.name}: {check!r}: write pytest:ENV:ARGS")
@@ -300,6 +324,14 @@ class CheckResult:
     seconds: float
     log: str
     detail: str = ""
+    cpu_seconds: float = 0.0  # user + system of the processes the check waited for
+    build_cpu_seconds: float = 0.0  # of that, the extension's build (pytest checks)
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of every child process waited for so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def compiler_cache() -> dict[str, str]:
@@ -382,6 +414,11 @@ class Runner:
         # build of their tree instead of one pip run each (a tree is not
         # changed between its checks).
         self._built: set[tuple[str, str]] = set()
+        # The snapshot every scratch is copied from (main() sets it).
+        self.source: Path | None = None
+        # Per interpreter: the files of its incremental tree (OUT/_incr-ENV)
+        # that differ from the snapshot (the last mutant's FILE).
+        self._incr_dirty: dict[str, set[str]] = {}
 
     # -- interpreters, through tools/matrix.py (provisioned once, then reused)
     def matrix(self):
@@ -416,15 +453,18 @@ class Runner:
     def run_check(
         self, check: str, tree: Path, logs: Path, mutant: Mutant | None = None
     ) -> CheckResult:
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), children_cpu()
         if check == "litmus":
             r = self.check_litmus(tree, logs)
+        elif check.startswith("text:"):
+            r = self.check_text(check, tree, logs)
         elif check in SANITIZERS:
             r = self.check_cpp(check, tree, logs, mutant)
         else:
             _, env_name, args = check.split(":", 2)
             r = self.check_pytest(env_name, args, tree, logs, check, mutant)
         r.seconds = time.monotonic() - t0
+        r.cpu_seconds = children_cpu() - cpu0
         return r
 
     def pytest_outcome(self, check, rc, xml, log, out) -> CheckResult:
@@ -442,9 +482,17 @@ class Runner:
         )
 
     def check_litmus(self, tree: Path, logs: Path) -> CheckResult:
+        return self.check_text("litmus", tree, logs, "-q tests/test_litmus.py")
+
+    def check_text(self, check: str, tree: Path, logs: Path, args: str = "") -> CheckResult:
+        """pytest ARGS of a ``text:ARGS`` check (or of ``litmus``) on tree, with
+        no extension built: tests that read the sources as text (the litmus
+        tags, tests/test_model_code.py's statement orders)."""
         it = self.env(DEFAULT_ENV)
-        xml = logs / "litmus.xml"
-        log = logs / "litmus.log"
+        args = args or check.split(":", 1)[1]
+        tag = "litmus" if check == "litmus" else "text"
+        xml = logs / f"{tag}.xml"
+        log = logs / f"{tag}.log"
         # DC_MATRIX=1: the litmus tag checks are run-once tests (tests/conftest.py),
         # skipped by plain pytest; `make mutate` runs outside the matrix.
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", DC_MATRIX="1")
@@ -457,8 +505,7 @@ class Runner:
                     "pytest",
                     "-p",
                     "no:cacheprovider",
-                    "-q",
-                    "tests/test_litmus.py",
+                    *shlex.split(args),
                     f"--junitxml={xml}",
                     "-o",
                     "junit_family=xunit2",
@@ -469,7 +516,7 @@ class Runner:
             cwd=tree,
             env=env,
         )
-        return self.pytest_outcome("litmus", rc, xml, log, out)
+        return self.pytest_outcome(check, rc, xml, log, out)
 
     def check_cpp(self, check: str, tree: Path, logs: Path, mutant: Mutant | None) -> CheckResult:
         flags, san_env = SANITIZERS[check]
@@ -606,30 +653,147 @@ class Runner:
         self, env_name: str, args: str, tree: Path, logs: Path, check: str, mutant=None
     ) -> CheckResult:
         it = self.env(env_name)
-        site = tree / "build" / f"site-{env_name}"
+        inc, changed = self.incremental_tree(env_name, tree, mutant)
+        site = inc / "build" / f"site-{env_name}"
         build_log = logs / f"{env_name}-build.log"
-        if (str(tree), env_name) in self._built:
-            rc = 0
-        else:
-            rc, _ = self._build_extension(it, tree, env_name, build_log)
-        if rc == 0:
-            self._built.add((str(tree), env_name))
+        build_cpu = children_cpu()
+        rc = self.build_incremental(it, inc, env_name, changed, build_log)
+        build_cpu = children_cpu() - build_cpu
         if rc != 0:
             tail = build_log.read_text(errors="replace")[-1500:]
             return CheckResult(
                 check, "error", [], 0, str(build_log), f"extension build failed:\n{tail}"
             )
-        return self._run_pytest(it, env_name, args, tree, logs, check, mutant, site, build_log)
+        r = self._run_pytest(it, env_name, args, inc, logs, check, mutant, site, build_log)
+        r.build_cpu_seconds = build_cpu
+        return r
+
+    def incremental_tree(self, env_name: str, tree: Path, mutant) -> tuple[Path, set[str]]:
+        """The scratch tree of env_name's pytest checks, made equal to tree.
+
+        One tree per interpreter, OUT/_incr-ENV, at the same path for the
+        control and every mutant, so that its extension's CMake build
+        directory is reused and only what a mutant's file changes is compiled
+        again (build_incremental()).  Before each check: the files the
+        previous check's mutant changed are copied back from the snapshot
+        (with a new modification time, so that what depends on them is
+        rebuilt: a ccache hit), this mutant's FILE is copied from its scratch
+        tree, and everything under build/ except this interpreter's build
+        directory and install target is deleted (the examples' builds, the
+        checks' own outputs), as in a fresh scratch.
+
+        :param env_name: the interpreter (a tools/matrix.py name)
+        :param tree: the check's scratch tree (the control's or a mutant's)
+        :param mutant: the mutant whose FILE tree holds, or None (the control)
+        :returns: the tree, and the files changed since its last build
+        """
+        inc = OUT / f"_incr-{env_name}"
+        if env_name not in self._incr_dirty or not inc.exists():
+            if inc.exists():
+                shutil.rmtree(inc)
+            shutil.copytree(self.source or tree, inc, symlinks=True)
+            self._incr_dirty[env_name] = set()
+        changed = set(self._incr_dirty[env_name])
+        for rel in changed:
+            shutil.copyfile((self.source or tree) / rel, inc / rel)  # a new mtime
+        now = {mutant.file} if mutant is not None else set()
+        for rel in now:
+            shutil.copyfile(tree / rel, inc / rel)
+        self._incr_dirty[env_name] = now
+        keep = {f"ext-{env_name}", f"site-{env_name}"}
+        build = inc / "build"
+        if build.is_dir():
+            for child in build.iterdir():
+                if child.name not in keep:
+                    if child.is_dir() and not child.is_symlink():
+                        shutil.rmtree(child)
+                    else:
+                        child.unlink()
+        return inc, changed | now
+
+    def build_incremental(self, it, inc: Path, env_name: str, changed: set[str], log: Path) -> int:
+        """Build and install inc's extension into inc/build/site-ENV; the status.
+
+        The first build of the tree is pip's (_build_extension(): configure,
+        build, install); later ones run CMake's build and install in the
+        same build directory, which compile only the units that see a changed
+        file (and re-run CMake's configure when a CMake file changed), and
+        copy the package's changed Python files, which CMake does not install.
+
+        :param it: the interpreter
+        :param inc: the tree of incremental_tree()
+        :param env_name: its name
+        :param changed: the files changed since the tree's last build
+        :param log: the build's log
+        :returns: 0 when the extension is built and installed
+        """
+        mx = self.matrix()
+        bdir = inc / "build" / f"ext-{env_name}"
+        site = inc / "build" / f"site-{env_name}"
+        if (str(inc), env_name) not in self._built or not (bdir / "CMakeCache.txt").exists():
+            self._built.discard((str(inc), env_name))
+            rc, _ = self._build_extension(it, inc, env_name, log)
+            if rc == 0:
+                self._built.add((str(inc), env_name))
+            return 1 if rc is None else rc
+        env = dict(
+            os.environ, **(mx.compiler_cache_env(it, OUT) if it.in_sid else compiler_cache())
+        )
+        # The cmake that configured the directory (pip's: the system's or the
+        # environment's cmake package).
+        cache = (bdir / "CMakeCache.txt").read_text(errors="replace")
+        found = re.search(r"^CMAKE_COMMAND:INTERNAL=(.+)$", cache, re.M)
+        cmake = found.group(1).strip() if found else "cmake"
+        rc = 0
+        if f"\n{FLAGS_VAR}:STRING={MUTANT_FLAGS}\n" not in cache:
+            # tests/test_examples.py's wheel, built in this directory, set the
+            # matrix's flags: back to the mutants' (a ccache hit per unit).
+            rc, _ = run_logged(
+                mx.in_env(it, [cmake, f"-D{FLAGS_VAR}={MUTANT_FLAGS}", str(bdir)]),
+                log.with_suffix(".configure.log"),
+                hang_guard(300),  # cmake's configure
+                cwd=inc,
+                env=env,
+            )
+        if rc == 0:
+            rc, _ = run_logged(
+                mx.in_env(it, [cmake, "--build", str(bdir)]),
+                log,
+                hang_guard(900),  # the build (a few seconds to a minute)
+                cwd=inc,
+                env=env,
+            )
+        if rc == 0:
+            with open(log, "a") as f:
+                rc = subprocess.run(
+                    mx.in_env(it, [cmake, "--install", str(bdir), "--prefix", str(site)]),
+                    cwd=inc,
+                    env=env,
+                    stdout=f,
+                    stderr=subprocess.STDOUT,
+                    timeout=hang_guard(300),  # copies files
+                ).returncode
+        package = "reference/python/deferred_cleanup/"
+        for rel in changed:
+            if rel.startswith(package) and rel.endswith(".py"):
+                dest = site / "deferred_cleanup" / rel[len(package) :]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(inc / rel, dest)
+        if rc != 0:
+            # The next check starts this tree's build from nothing.
+            self._built.discard((str(inc), env_name))
+        return 1 if rc is None else rc
 
     def _build_extension(self, it, tree: Path, env_name: str, build_log: Path):
         """pip-install tree's extension for it into tree/build/site-ENV; (rc, output)."""
         mx = self.matrix()
         site = tree / "build" / f"site-{env_name}"
+        argv = mx.pip_install_argv(it, tree, str(tree / "build" / f"ext-{env_name}"), site)
+        flags = [i for i, a in enumerate(argv) if a.startswith(f"cmake.define.{FLAGS_VAR}=")]
+        assert len(flags) == 1, f"pip_install_argv sets {FLAGS_VAR} once: {argv}"
+        argv[flags[0]] = f"cmake.define.{FLAGS_VAR}={MUTANT_FLAGS}"
         return run_logged(
-            mx.in_env(
-                it,
-                mx.pip_install_argv(it, tree, str(tree / "build" / f"ext-{env_name}"), site),
-            ),
+            mx.in_env(it, argv),
             build_log,
             hang_guard(900),  # the build (about 40 s idle)
             cwd=tree,
@@ -686,13 +850,11 @@ class Runner:
         """One session for specs ([check, paths, k]); CheckResults, or None when
         the session itself failed (then each check runs alone)."""
         it = self.env(env_name)
+        tree, changed = self.incremental_tree(env_name, tree, None)
         site = tree / "build" / f"site-{env_name}"
         build_log = logs / f"{env_name}-build.log"
-        if (str(tree), env_name) not in self._built:
-            rc, _ = self._build_extension(it, tree, env_name, build_log)
-            if rc != 0:
-                return None  # each check reports the failed build itself
-            self._built.add((str(tree), env_name))
+        if self.build_incremental(it, tree, env_name, changed, build_log) != 0:
+            return None  # each check reports the failed build itself
         out_json = logs / f"{env_name}-control.json"
         out_json.parent.mkdir(parents=True, exist_ok=True)
         out_json.unlink(missing_ok=True)
@@ -1182,6 +1344,7 @@ def main() -> int:
     ensure_ccache()
     runner = Runner(a.fast, a.complete)
     source = snapshot(tree_files())
+    runner.source = source
     OUT.mkdir(parents=True, exist_ok=True)
     for stale in ("mutate.json", "mutate.md"):
         (OUT / stale).unlink(missing_ok=True)
@@ -1263,6 +1426,7 @@ def main() -> int:
             why=why,
             note=m.note,
             seconds=round(time.monotonic() - t0, 1),
+            cpu_seconds=round(sum(r.cpu_seconds for r in results), 1),
             file=m.file,
             checks=[dataclasses.asdict(r) for r in results],
         )
@@ -1282,8 +1446,9 @@ def main() -> int:
     print(md)
     not_killed = [r["name"] for r in rows if r["status"] != "killed"]
     say(
-        f"{len(rows) - len(not_killed)} of {len(rows)} mutants killed in {total:.0f} s "
-        f"(control {control['seconds']:.0f} s); report: {OUT / 'mutate.md'}"
+        f"{len(rows) - len(not_killed)} of {len(rows)} mutants killed in {total:.0f} s, "
+        f"{children_cpu() / 60:.1f} CPU-min (control {control['seconds']:.0f} s); "
+        f"report: {OUT / 'mutate.md'}"
     )
     if not_killed:
         say(f"NOT KILLED: {', '.join(not_killed)}")

@@ -15,5 +15,5 @@ NOTE = (
     "a window no deterministic test of the real code can open (the GoogleTest suite passes on this mutant); "
     "the order check binds the code to the model, which covers it"
 )
-KILLED_BY = ["pytest:cp312-pyenv:tests/test_model_code.py"]
+KILLED_BY = ["text:tests/test_model_code.py"]
 KILLING_TESTS = ["test_rearm_leaves_the_clock_of_a_claim_it_may_not_rearm"]

@@ -20,5 +20,5 @@ REPLACE = """\
 """
 PROPERTY = "with one lost call, the pending-call path recovers by re-arming: a re-arm can never leave the running call recorded as superseded"
 NOTE = "the interleaving is a few instructions wide; spin's trail (tests/model) is the proof, and the order check binds the code to it"
-KILLED_BY = ["pytest:cp312-pyenv:tests/test_model_code.py"]
+KILLED_BY = ["text:tests/test_model_code.py"]
 KILLING_TESTS = ["test_call_ran_moves_the_claim_before_it_reads_the_records"]
