@@ -145,7 +145,7 @@ struct ReferencePolicy {
   /// 2^rearm_sample_log2, here 1 in 2^6 = 64 (sample_stale_check(),
   /// callback.hpp): the one place that states the rate.  Not more often,
   /// because the look (a read of the claim's time and of the host clock) is
-  /// the whole gap between one producer and the bare Treiber push
+  /// what kept one producer below its target against the bare Treiber push
   /// (docs/performance.rst, "Where one producer's time goes",
   /// perf-one-producer-breakdown); main-thread entry points look every time
   /// (docs/design/callback.rst, "Sampling the stale-claim check").
