@@ -213,6 +213,27 @@ def test_one_producer_reason_when_met_and_the_push_alone_is_below():
     assert "no fast path on this queue could meet the target" in s
 
 
+def test_one_producer_reason_states_the_old_rate_apart_from_the_pieces():
+    # reference-sample-16 adds work (the re-arm look at its old rate): it is no
+    # piece whose removal could save time, so the reason states it on its own.
+    s = _one(
+        {
+            "reference": 10.5,
+            "reference-no-rearm": 10.2,
+            "reference-push-release": 10.5,
+            "reference-check-acquire": 10.5,
+            "reference-push-only": 10.1,
+            "reference-sample-16": 11.5,
+        }
+    )
+    assert "``reference-no-rearm`` saves the most: 0.30 ns per item" in s
+    assert "(the others: ``reference-push-release`` 0.95×, ``reference-check-acquire`` 0.95×)" in s
+    assert (
+        "With the re-arm look at its old rate (``reference-sample-16``) one producer reaches "
+        "0.87×, 1.00 ns per item more than the reference."
+    ) in s
+
+
 def test_one_producer_reason_does_not_round_onto_the_target():
     # 0.899 would print as the target itself with two decimals.
     s = _one({"reference": 10.0 / 0.899})

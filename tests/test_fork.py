@@ -318,9 +318,10 @@ FORK_RECORDS = textwrap.dedent("""
         claimant = dc.SimulatedDriver()   # its thread makes the claim whose call is lost
         many = producers.create_graph()
         # The fast path looks at the claim's age only for items its address
-        # hash picks (about one in 16, callback.hpp), and a burst can hold none
-        # (rarely: docs/design/callback.rst).  Attach
-        # until the burst holds one the producer will sample.
+        # hash picks (the reference policy's sampling, callback.hpp), and a
+        # burst can hold none (docs/design/callback.rst).  Attach until the
+        # burst holds one the producer will sample; 4000 is a hang guard, not
+        # a tuning.
         n_many = 0
         while n_many < 200 or (dc._native._test_stale_sampled(many) == 0 and n_many < 4000):
             many.attach(n_many, fin)
@@ -420,7 +421,8 @@ def test_child_rearms_with_the_parents_rearm_records_reset(tmp_path, record):
         # The claim's call was lost: nothing ran in the child before the release.
         assert before["scheduled"] is True and before["released"] == 0, c
         assert before["drain_cycles"] == c["at_start"]["drain_cycles"], c
-    # The burst holds a payload whose destructor looks at the claim's age.
+    # The burst holds a payload whose destructor looks at the claim's age
+    # (many stops growing at the hang guard's 4000 only if none is sampled).
     assert c["sampled"] >= 1 and c["many"] >= 200, c
     # What the user sees: every payload released, on the child's main thread, soon.
     want = c["many"] + 1 if record == "superseded" else c["many"]

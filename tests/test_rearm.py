@@ -8,7 +8,8 @@ The test hook ``_test_lose_calls(n)`` makes the host report the next n calls
 accepted and drop them, on every interpreter.  The reference re-arms a claim
 seen outstanding for ``stale_claim_s`` (its clock starts at the first look
 after the call was added, not at the add; a look is a producer's sampled
-fast-path hit, about one in 16, or an entry point) with at most two of its calls outstanding; when
+fast-path hit, one in 2^rearm_sample_log2 (policy.hpp), or an entry point)
+with at most two of its calls outstanding; when
 two calls in a row are lost, a main-thread entry point adds one more past
 that bound (at most three).  The comparison variants, as shipped, stay stuck
 until an unrelated wakeup.
@@ -45,11 +46,13 @@ SCRIPT = textwrap.dedent("""
     for i in range(1, 101):
         g.attach(i, released.append)
     # The fast path looks at the claim's age only for items its address hash
-    # picks (about one in 16, callback.hpp), and a burst of 100 can hold none
-    # (rarely: docs/design/callback.rst).  Attach
-    # until the burst holds one the producer will sample.
+    # picks (the reference policy's sampling, callback.hpp), and a burst of 100
+    # can hold none (often enough at that rate: docs/design/callback.rst).
+    # Attach until the burst holds one the producer will sample; 4000 is a
+    # hang guard, not a tuning: a burst that long holds none with probability
+    # (1 - 2^-rearm_sample_log2)^4000, negligible at the reference's rate.
     n = 100
-    while dc._native._test_stale_sampled(g) == 0 and n < 4000:
+    while dc._native._test_stale_sampled(g) == 0 and n < 4000:  # a hang guard
         n += 1
         g.attach(n, released.append)
     sampled = dc._native._test_stale_sampled(g)
@@ -88,7 +91,9 @@ def test_reference_recovers_a_lost_call_at_a_later_enqueue():
     assert r["after_loss"] == {"released": 0, "scheduled": True}, (
         "the call must really have been lost"
     )
-    assert r["sampled"] >= 1, f"no payload of the burst is sampled: {r}"
+    assert r["sampled"] >= 1, (
+        f"no payload of the burst is sampled, even after attaching up to the hang guard's 4000: {r}"
+    )
     assert r["released"] == r["payloads"], f"payloads stayed queued after the lost call: {r}"
     assert r["rearms"] >= 1, r
     assert r["calls_outstanding"] <= 2, r
@@ -157,10 +162,11 @@ TWO_LOST = textwrap.dedent("""
         for i in range(n):
             g.attach((name, i), fin)
     # "b"'s destructors must re-arm: the fast path looks at the claim's age
-    # only for items its address hash picks (about one in 16, callback.hpp),
-    # and a burst can hold none (rarely: docs/design/callback.rst).
+    # only for items its address hash picks (the reference policy's sampling,
+    # callback.hpp), and a burst can hold none (docs/design/callback.rst).
+    # Attach until it holds one; 4000 is a hang guard, not a tuning.
     n_b = 200
-    while dc._native._test_stale_sampled(graphs["b"]) == 0 and n_b < 4000:
+    while dc._native._test_stale_sampled(graphs["b"]) == 0 and n_b < 4000:  # a hang guard
         graphs["b"].attach(("b", n_b), fin)
         n_b += 1
     total = 1 + n_b + 50
@@ -218,7 +224,9 @@ def test_two_lost_calls_then_one_main_thread_entry_point_restore_the_pending_cal
     r = __import__("json").loads(p.stdout.strip().splitlines()[-1])
     s = r["start"]
     lost = r["after_two_losses"]
-    assert r["sampled"] >= 1 and r["b"] >= 200, r  # a destructor of "b" looks at the claim's age
+    # A destructor of "b" looks at the claim's age (b stops growing at the
+    # hang guard's 4000 only if none is sampled).
+    assert r["sampled"] >= 1 and r["b"] >= 200, r
     # Two calls accepted (the claim's and the re-arm's), neither ran: both lost.
     assert lost["pending_calls"] - s["pending_calls"] == 2, r
     assert lost["rearms"] - s["rearms"] == 1, r

@@ -195,3 +195,25 @@ def test_largest_timeout_is_one_year_where_stated():
     assert m, "checked_timeout's bound (one year) is no longer 365 days in host.cpp"
     found = _statements(r"(?:larger than|at most|up to|from 0 to) (one|two|\d+) years?\b")
     _check(1, found, "the largest timeout (checked_timeout, one year)")
+
+
+# Sentences about the sampling rate before the one-producer decision (the bench
+# row reference-sample-16, the history of the hash), not the reference's.
+_OLD_RATE = re.compile(r"old rate|rate of the time|sample-16|rearm_sample_log2 = 4", re.I)
+
+
+def test_rearm_sample_rate_is_stated_as_its_constant():
+    # policy.hpp states the rate once (ReferencePolicy::rearm_sample_log2, its
+    # comment); a page that needs the number derives it from the constant.
+    source = 2 ** _cpp_constant("policy.hpp", "rearm_sample_log2")
+    keep = lambda s: not _OLD_RATE.search(s) and "static_assert" not in s  # noqa: E731
+    # "one in 2^Log2", "one push in 2\ :sup:`rearm_sample_log2`": the rate by its
+    # name, not a number.
+    found = _statements(
+        r"\bone (?:fast-path )?(?:hit |item |push |call )?in (\d+)\b(?!\s*(?:\^|\\|bytes))",
+        keep=keep,
+    )
+    found += _statements(r"\babout one in (\d+) of its fast-path hits", keep=keep)
+    found += _statements(r"\babout (\d+) further fast-path hits", keep=keep)
+    found += _statements(r"\(\d+/(\d+)\)\\? ?:sup:", keep=keep)
+    _check(source, found, "the re-arm look's sampling rate (2^rearm_sample_log2, policy.hpp)")

@@ -41,8 +41,9 @@ The slow-path breakdown (``slow_path_breakdown`` in bench.json; ``ABLATIONS``)
 divides the slow and fast path of the reference with one piece removed, and of
 cuda-core-1.2-fixed, by cuda-core-1.2's rows of the same run.  The one-producer
 breakdown (``one_producer_breakdown``; ``ONE_PRODUCER_ABLATIONS``) divides one
-producer's throughput of the reference with one piece weakened or removed by
-the bare Treiber push's of the same run.  The report then
+producer's throughput of the reference with one piece weakened or removed, and
+of the reference with the re-arm look at its old rate, by the bare Treiber
+push's of the same run.  The report then
 carries ``provenance``: the commit and the hash of the sources measured.
 
 The docs page (docs/performance.rst) renders a committed copy:
@@ -106,17 +107,26 @@ BREAKDOWN_BASE = "cuda-core-1.2"
 #: of tests/bench/variants.hpp, DC_BENCH_ONE_PRODUCER_ABLATIONS, and
 #: reference-no-rearm), each measured on mt/destructor/<v>/threads:1 and
 #: destructor/<v>/outstanding.  Each entry: the row's variant, and the piece
-#: of the reference it lacks.
+#: of the reference it lacks (or, for a row in ONE_PRODUCER_CHANGED, what it
+#: does differently).
 ONE_PRODUCER_ABLATIONS = [
     ("reference", "nothing (the reference)"),
     (
         "reference-no-rearm",
-        "re-arm's sampled check (about one push in 16 reads the claim's time and the clock)",
+        "re-arm's sampled check (a sampled push, ReferencePolicy::rearm_sample_log2, reads "
+        "the claim's time and the clock)",
     ),
     ("reference-push-release", "the push's seq_cst (release instead)"),
     ("reference-check-acquire", "the fast-path check's seq_cst (acquire instead)"),
     ("reference-push-only", "everything after the push (the check, re-arm, the claim)"),
+    (
+        "reference-sample-16",
+        "nothing removed: the look at the old rate, one hit in 16 (rearm_sample_log2 = 4)",
+    ),
 ]
+#: Rows of the one-producer breakdown that change the reference instead of
+#: removing a piece: one_producer_reason() states them apart from the pieces.
+ONE_PRODUCER_CHANGED = ("reference-sample-16",)
 #: The one-producer breakdown's floors: the bare Treiber push, at one
 #: producer and on the single-producer fast-path row.
 ONE_PRODUCER_FLOOR = "mt/treiber_push/threads:1"
@@ -839,7 +849,9 @@ def one_producer_reason(section: dict) -> str:
     """The sentences the Performance page states about one producer,
     generated from the breakdown: the reference's ratio against the target,
     the nanoseconds per item it spends above the floor, the piece whose
-    removal saves the most of them, and what the push alone reaches.
+    removal saves the most of them, what the re-arm look at its old rate
+    costs (``reference-sample-16``, not a piece: ONE_PRODUCER_CHANGED), and
+    what the push alone reaches.
 
     Args:
         section: bench.json's ``one_producer_breakdown``.
@@ -859,7 +871,11 @@ def one_producer_reason(section: dict) -> str:
         f"throughput, {met} the target of {bound:g}×: {ref['ns_per_item']:.2f} ns per item "
         f"against {ref['floor_ns']:.2f} ns, {above:.2f} ns above the floor."
     ]
-    pieces = [r for v, r in rows.items() if v not in ("reference", "reference-push-only")]
+    pieces = [
+        r
+        for v, r in rows.items()
+        if v not in ("reference", "reference-push-only", *ONE_PRODUCER_CHANGED)
+    ]
     if pieces:
         top = max(pieces, key=lambda r: ref["ns_per_item"] - r["ns_per_item"])
         saved = ref["ns_per_item"] - top["ns_per_item"]
@@ -881,6 +897,14 @@ def one_producer_reason(section: dict) -> str:
                     else "."
                 )
             )
+    old = rows.get("reference-sample-16")
+    if old is not None:
+        d = old["ns_per_item"] - ref["ns_per_item"]
+        out.append(
+            f"With the re-arm look at its old rate (``reference-sample-16``) one producer "
+            f"reaches {old['throughput_ratio']:.2f}×, {abs(d):.2f} ns per item "
+            f"{'more' if d >= 0 else 'less'} than the reference."
+        )
     push = rows.get("reference-push-only")
     if push is not None:
         p = push["throughput_ratio"]

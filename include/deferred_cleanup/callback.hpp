@@ -45,29 +45,31 @@
 namespace deferred_cleanup {
 
 /// Whether this fast-path hit should look at the age of the outstanding
-/// claim (rearm.hpp): about one item in 16, chosen by a hash of the item's
-/// address (multiply, xor-shift, multiply; the top four bits zero).  No
+/// claim (rearm.hpp): about one item in 2^Log2, chosen by a hash of the
+/// item's address (multiply, xor-shift, multiply; the top Log2 bits zero).
+/// Every caller names the rate: hand_off() uses the policy's
+/// (ReferencePolicy::rearm_sample_log2, policy.hpp, which states it).  No
 /// counter and no thread_local: a shared counter would add an RMW to the fast
 /// path, and a thread_local in a dlopen'ed module may allocate on first use
 /// in a thread (glibc's __tls_get_addr), which the destructor thread must
 /// not do.  A single multiply (Fibonacci hashing) is not enough: items
 /// allocated at a regular stride form an arithmetic sequence, which one
-/// multiply maps to evenly spaced values, and at strides such as 48 or 144
-/// bytes their top bits cycle through a few values that may all miss
-/// (tests/cpp/core_tests.cpp, SampleStaleCheck, counts such bursts of 100
-/// items with no sampled item).  The xor-shift between
-/// two multiplies breaks that structure, so a burst at any stride is sampled
-/// about as often as random addresses would be (a burst of 100 holds none in
-/// about 0.2 % of cases: (15/16)^100).
+/// multiply maps to evenly spaced values, and at some strides their top bits
+/// cycle through a few values that may all miss (tests/cpp/core_tests.cpp,
+/// SampleStaleCheck, counts such bursts with no sampled item).  The
+/// xor-shift between two multiplies breaks that structure, so a burst at any
+/// stride is sampled about as often as random addresses would be (a burst of
+/// n items holds none with probability about (1 - 2^-Log2)^n).
 ///
 /// Thread: any.  Never blocks.  Memory ordering: none.  Errors: none.
 /// Source: this project; Knuth, TAOCP vol. 3, 6.4 (multiplicative hashing);
 /// the multiply/xor-shift mix: Steele, Lea and Flood, "Fast splittable
 /// pseudorandom number generators", OOPSLA 2014 (SplitMix64's finalizer).
-/// @tparam Log2 the sampling: one item in 2^Log2 (ReferencePolicy::rearm_sample_log2)
+/// @tparam Log2 the sampling: one item in 2^Log2 (no default: hand_off()
+///         passes P::rearm_sample_log2)
 /// @param item the item just pushed
-/// @return true for about one item in 2^Log2 (16 by default)
-template <unsigned Log2 = 4>
+/// @return true for about one item in 2^Log2
+template <unsigned Log2>
 inline bool sample_stale_check(const DeferredCleanupItem* item) noexcept {
   static_assert(Log2 >= 1 && Log2 <= 32, "a sampling between one in 2 and one in 2^32");
   constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ull;  // 2^64 / golden ratio, odd

@@ -142,8 +142,14 @@ struct ReferencePolicy {
   /// queue's pending calls outstanding).
   static constexpr bool rearm = true;
   /// A fast-path hit looks at the claim's age for about one item in
-  /// 2^rearm_sample_log2 (sample_stale_check(), callback.hpp).
-  static constexpr unsigned rearm_sample_log2 = 4;
+  /// 2^rearm_sample_log2, here 1 in 2^6 = 64 (sample_stale_check(),
+  /// callback.hpp): the one place that states the rate.  Not more often,
+  /// because the look (a read of the claim's time and of the host clock) is
+  /// what kept one producer below its target against the bare Treiber push
+  /// (docs/performance.rst, "Where one producer's time goes",
+  /// perf-one-producer-breakdown); main-thread entry points look every time
+  /// (docs/design/callback.rst, "Sampling the stale-claim check").
+  static constexpr unsigned rearm_sample_log2 = 6;
   /// schedule() asks the host whether it is finalizing (cuda-core 1.2.0).
   static constexpr bool schedule_checks_finalizing = false;
   /// The drain asks the host whether it is finalizing and then leaks.

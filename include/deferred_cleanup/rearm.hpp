@@ -60,8 +60,9 @@
 // below), and any number
 // of consecutive lost calls from foreign threads is recovered at the next
 // main-thread entry point once the claim is stale.  A producer looks at the
-// claim's age on about one fast-path hit in 16, chosen by a hash of the item
-// address (a clock read on every hit would double the fast path's cost);
+// claim's age on about one fast-path hit in 2^rearm_sample_log2 (policy.hpp
+// states the rate), chosen by a hash of the item address (a clock read on
+// every hit would double the fast path's cost);
 // an entry point off the main thread (retry_schedule) and main-thread entry
 // points look every time.
 //

@@ -210,14 +210,18 @@ void test_hooks_after_fork() {
 }
 
 /// How many payloads of a graph the producer's fast path samples for a
-/// stale-claim check (sample_stale_check, callback.hpp): the choice is made
-/// by item address, so a test that needs a producer to look at the claim's
-/// age checks here that its burst holds at least one such payload.  Main
+/// stale-claim check (sample_stale_check, callback.hpp, at the reference
+/// policy's rate, ReferencePolicy::rearm_sample_log2, as hand_off() samples
+/// them; the comparison variants never look): the choice is made by item
+/// address, so a test that needs a producer to look at the claim's age
+/// checks here that its burst holds at least one such payload.  Main
 /// thread, GIL held, under the graph's critical section like attach().
 std::size_t test_stale_sampled(py::handle graph) {
   py::scoped_critical_section cs{graph};
   std::size_t n = 0;
-  for (PyPayload* p : py::cast<PyGraph&>(graph).payloads) n += sample_stale_check(&p->item);
+  for (PyPayload* p : py::cast<PyGraph&>(graph).payloads) {
+    n += sample_stale_check<ReferencePolicy::rearm_sample_log2>(&p->item);
+  }
   return n;
 }
 
@@ -303,9 +307,9 @@ void register_test_hooks(py::module_& m) {
         "_test_gate_hook_passes() -> int\n\nProducers that went through the armed hook.");
   m.def("_test_stale_sampled", &test_stale_sampled, py::arg("graph"),
         "_test_stale_sampled(graph: Graph) -> int\n\nHow many payloads the graph owns (not "
-        "destroyed) are chosen by the destructor's fast path to check the claim's age (about "
-        "one in 16, by item address). Not an entry point. Raises TypeError unless graph is a "
-        "Graph.");
+        "destroyed) are chosen by the destructor's fast path to check the claim's age (by item "
+        "address, at the reference policy's sampling, callback.hpp). Not an entry point. "
+        "Raises TypeError unless graph is a Graph.");
   m.def(
       "_test_lose_calls",
       [](int n) {

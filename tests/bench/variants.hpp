@@ -119,10 +119,11 @@ using CudaCore12FixedAblation =
 // ------------------------------------------------------------ one producer
 // The one-producer breakdown (docs/performance.rst, "Where one producer's
 // time goes"): the reference's fast path (push, check of scheduled_, the
-// sampled re-arm check) with one piece weakened or removed, each measured on
-// mt/destructor/<v>/threads:1 and destructor/<v>/outstanding only.
-// Bench-only and unsafe, each in a way the page cites; reference-no-rearm
-// (above) is the row without re-arm.
+// sampled re-arm check) with one piece weakened or removed, and the
+// reference with the look at its old rate (reference-sample-16), each
+// measured on mt/destructor/<v>/threads:1 and destructor/<v>/outstanding
+// only.  Bench-only and unsafe, each in a way the page cites;
+// reference-no-rearm (above) is the row without re-arm.
 
 /// The reference with the push's CAS release instead of seq_cst (the
 /// comparison variants' order; on x86-64 both are one `lock cmpxchg`).
@@ -146,31 +147,26 @@ struct PushOnlyVariant : PolicyVariant<Policy, Name> {
   static void destroyed(Queue& q, core::DeferredCleanupItem* item) { q.push(item); }
 };
 
-/// The reference looking at the claim's age on one fast-path hit in 64 or in
-/// 256 instead of 16 (ReferencePolicy::rearm_sample_log2): the sampled look's
-/// share of one producer's time, at two rates.
-struct ReferenceSample64Policy : core::ReferencePolicy {
-  static constexpr unsigned rearm_sample_log2 = 6;
-};
-struct ReferenceSample256Policy : core::ReferencePolicy {
-  static constexpr unsigned rearm_sample_log2 = 8;
+/// The reference looking at the claim's age at the rate it had before the
+/// one-producer decision (rearm_sample_log2 = 4, one fast-path hit in 16;
+/// the reference's own rate is ReferencePolicy::rearm_sample_log2): what the
+/// look costs one producer at that rate.
+struct ReferenceSample16Policy : core::ReferencePolicy {
+  static constexpr unsigned rearm_sample_log2 = 4;
 };
 
 inline constexpr char kReferencePushRelease[] = "reference-push-release";
 inline constexpr char kReferenceCheckAcquire[] = "reference-check-acquire";
 inline constexpr char kReferencePushOnly[] = "reference-push-only";
-inline constexpr char kReferenceSample64[] = "reference-sample-64";
-inline constexpr char kReferenceSample256[] = "reference-sample-256";
+inline constexpr char kReferenceSample16[] = "reference-sample-16";
 using ReferencePushRelease = PolicyVariant<ReferencePushReleasePolicy, kReferencePushRelease>;
 using ReferenceCheckAcquire = PolicyVariant<ReferenceCheckAcquirePolicy, kReferenceCheckAcquire>;
 using ReferencePushOnly = PushOnlyVariant<core::ReferencePolicy, kReferencePushOnly>;
-using ReferenceSample64 = PolicyVariant<ReferenceSample64Policy, kReferenceSample64>;
-using ReferenceSample256 = PolicyVariant<ReferenceSample256Policy, kReferenceSample256>;
+using ReferenceSample16 = PolicyVariant<ReferenceSample16Policy, kReferenceSample16>;
 /// The one-producer breakdown's rows (besides the reference and
 /// reference-no-rearm), in the order the page lists them.
 #define DC_BENCH_ONE_PRODUCER_ABLATIONS(X) \
-  X(ReferencePushRelease) X(ReferenceCheckAcquire) X(ReferencePushOnly) X(ReferenceSample64) \
-      X(ReferenceSample256)
+  X(ReferencePushRelease) X(ReferenceCheckAcquire) X(ReferencePushOnly) X(ReferenceSample16)
 
 using Item = core::DeferredCleanupItem;
 

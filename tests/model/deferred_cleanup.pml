@@ -17,7 +17,7 @@
  *                state (callback.hpp, on_user_object_destroyed): push its item
  *                onto head_, then one load of scheduled_ (check_scheduled, the
  *                fast path).  If it reads true the producer returns, after, on
- *                a sampled hit (about one in 16 in the code, any hit here),
+ *                a sampled hit (one in 2^rearm_sample_log2 in the code, any hit here),
  *                calling rearm_if_stale.  Otherwise schedule() (scheduling.hpp):
  *                gate_enter, claim (an exchange), token_for_claim
  *                (rearm_state.hpp: set_claimed_at(0), new_call_token,

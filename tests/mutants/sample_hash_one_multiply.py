@@ -10,8 +10,9 @@ REPLACE = """\
   // MUTANT: one multiply only; bursts at a regular stride can hold no sampled item
 """
 PROPERTY = (
-    "a producer looks at the claim's age on about one fast-path hit in 16, also for items allocated "
-    "at a regular stride (a burst of 100 holds no sampled item about as rarely as random addresses)"
+    "a producer looks at the claim's age on about one fast-path hit in 2^rearm_sample_log2, also "
+    "for items allocated at a regular stride (a burst of 400 holds no sampled item about as rarely "
+    "as random addresses)"
 )
 KILLED_BY = ["cpp"]
 KILLING_TESTS = ["SampleStaleCheck.BurstsAtAnyStrideHoldASampledItem"]
