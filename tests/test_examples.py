@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,7 +50,7 @@ WORK = REPO / "build" / "examples" / (NAME or sysconfig.get_config_var("SOABI"))
 EXAMPLES = [p.name for p in runner.examples()]
 
 
-def _build_dir(tmp: Path) -> tuple[Path, bool]:
+def _build_dir(tmp: Path) -> tuple[Path, bool, str | None]:
     """scikit-build-core's build directory for the wheel, and whether it is a test build.
 
     The first of these that is a CMake tree of this work tree (its
@@ -61,8 +62,11 @@ def _build_dir(tmp: Path) -> tuple[Path, bool]:
     production configuration: the whole extension is compiled).
 
     Returns:
-        tuple[Path, bool]: the directory, and True when the wheel must be
-        configured with DC_TEST_HOOKS=ON to match it (then it compiles nothing).
+        tuple[Path, bool, str | None]: the directory; True when the wheel must
+        be configured with DC_TEST_HOOKS=ON to match it; and the
+        CMAKE_CXX_FLAGS_RELWITHDEBINFO it holds (tools/mutate.py's -O0), which
+        the wheel keeps, or None for a fresh directory.  With both matched the
+        wheel compiles nothing.
     """
     candidates = (
         [Path(os.environ["DC_EXAMPLES_BUILD_DIR"])]
@@ -75,8 +79,9 @@ def _build_dir(tmp: Path) -> tuple[Path, bool]:
         cache = d / "CMakeCache.txt"
         text = cache.read_text(errors="replace") if cache.is_file() else ""
         if f"CMAKE_HOME_DIRECTORY:INTERNAL={REPO}\n" in text:
-            return d, "DC_TEST_HOOKS:BOOL=ON" in text
-    return tmp / "skbuild", False
+            flags = re.search(r"^CMAKE_CXX_FLAGS_RELWITHDEBINFO:STRING=(.*)$", text, re.M)
+            return d, "DC_TEST_HOOKS:BOOL=ON" in text, flags.group(1) if flags else None
+    return tmp / "skbuild", False, None
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +89,8 @@ def wheel(tmp_path_factory) -> Path:
     """This work tree's wheel (built once per module)."""
     if shutil.which("cmake") is None:
         pytest.skip("cmake not found: the wheel and the examples are built with CMake")
-    build_dir, test_hooks = _build_dir(tmp_path_factory.mktemp("wheel"))
-    return runner.build_wheel(WORK / "dist", build_dir, test_hooks=test_hooks)
+    build_dir, test_hooks, cxx_flags = _build_dir(tmp_path_factory.mktemp("wheel"))
+    return runner.build_wheel(WORK / "dist", build_dir, test_hooks=test_hooks, cxx_flags=cxx_flags)
 
 
 @pytest.fixture(scope="module")

@@ -128,7 +128,11 @@ def compiler_cache() -> dict[str, str]:
 
 
 def build_wheel(
-    out: Path, build_dir: Path, python: str = sys.executable, test_hooks: bool = False
+    out: Path,
+    build_dir: Path,
+    python: str = sys.executable,
+    test_hooks: bool = False,
+    cxx_flags: str | None = None,
 ) -> Path:
     """Build this work tree's wheel with ``python``'s pip (no build isolation).
 
@@ -139,6 +143,11 @@ def build_wheel(
         tools/mutate.py configure their build directories, so that reusing one
         recompiles nothing.  It changes ``_native`` only: the package's headers,
         CMake files and host sources, all an example uses, are the same either way.
+    :param cxx_flags: the build's ``CMAKE_CXX_FLAGS_RELWITHDEBINFO`` instead of
+        TEST_BUILD_CONFIG's (-O2): the value the reused build directory holds
+        (tools/mutate.py builds its mutants at -O0), so that reusing it
+        recompiles nothing.  The package's files, all an example uses, do not
+        depend on it.
     :returns: the wheel's path
     :raises RuntimeError: when pip fails (the log's path in the message)
     """
@@ -147,7 +156,12 @@ def build_wheel(
     log = out / "wheel.log"
     cmd = [python, "-m", "pip", "wheel", "-q", "--disable-pip-version-check"]
     cmd += ["--no-build-isolation", "--no-deps", "-w", str(out)]
-    cmd += ["-C", f"build-dir={build_dir}", *TEST_BUILD_CONFIG]
+    config = list(TEST_BUILD_CONFIG)
+    if cxx_flags is not None:
+        key = "cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO="
+        (i,) = [i for i, c in enumerate(config) if c.startswith(key)]
+        config[i] = key + cxx_flags
+    cmd += ["-C", f"build-dir={build_dir}", *config]
     if test_hooks:
         cmd += ["-C", "cmake.define.DC_TEST_HOOKS=ON"]
     cmd += [str(REPO)]
