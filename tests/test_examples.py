@@ -42,6 +42,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 import examples as runner  # noqa: E402  (tools/examples.py)
+from matrix import CXX_FLAGS_VAR, TEST_CXX_FLAGS  # noqa: E402  (tools/matrix.py)
 
 #: The interpreter's name in the matrix (tools/matrix.py and tools/mutate.py set it).
 NAME = os.environ.get("DC_INTERPRETER_NAME") or ""
@@ -50,7 +51,7 @@ WORK = REPO / "build" / "examples" / (NAME or sysconfig.get_config_var("SOABI"))
 EXAMPLES = [p.name for p in runner.examples()]
 
 
-def _build_dir(tmp: Path) -> tuple[Path, bool, str | None]:
+def _build_dir(tmp: Path) -> tuple[Path, bool, str]:
     """scikit-build-core's build directory for the wheel, and whether it is a test build.
 
     The first of these that is a CMake tree of this work tree (its
@@ -62,11 +63,11 @@ def _build_dir(tmp: Path) -> tuple[Path, bool, str | None]:
     production configuration: the whole extension is compiled).
 
     Returns:
-        tuple[Path, bool, str | None]: the directory; True when the wheel must
-        be configured with DC_TEST_HOOKS=ON to match it; and the
-        CMAKE_CXX_FLAGS_RELWITHDEBINFO it holds (tools/mutate.py's -O0), which
-        the wheel keeps, or None for a fresh directory.  With both matched the
-        wheel compiles nothing.
+        tuple[Path, bool, str]: the directory; True when the wheel must be
+        configured with DC_TEST_HOOKS=ON to match it; and the compiler flags
+        it holds (CXX_FLAGS_VAR: tools/mutate.py's -O0, the matrix's -O2),
+        which the wheel keeps (TEST_CXX_FLAGS for a fresh directory).  With
+        both matched the wheel compiles nothing.
     """
     candidates = (
         [Path(os.environ["DC_EXAMPLES_BUILD_DIR"])]
@@ -79,9 +80,9 @@ def _build_dir(tmp: Path) -> tuple[Path, bool, str | None]:
         cache = d / "CMakeCache.txt"
         text = cache.read_text(errors="replace") if cache.is_file() else ""
         if f"CMAKE_HOME_DIRECTORY:INTERNAL={REPO}\n" in text:
-            flags = re.search(r"^CMAKE_CXX_FLAGS_RELWITHDEBINFO:STRING=(.*)$", text, re.M)
-            return d, "DC_TEST_HOOKS:BOOL=ON" in text, flags.group(1) if flags else None
-    return tmp / "skbuild", False, None
+            flags = re.search(rf"^{CXX_FLAGS_VAR}:STRING=(.*)$", text, re.M)
+            return d, "DC_TEST_HOOKS:BOOL=ON" in text, flags.group(1) if flags else TEST_CXX_FLAGS
+    return tmp / "skbuild", False, TEST_CXX_FLAGS
 
 
 @pytest.fixture(scope="module")

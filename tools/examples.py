@@ -49,7 +49,12 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 sys.path.insert(0, str(REPO / "tools"))
 # tools/matrix.py: standard library only
-from matrix import CCACHE_DIR, CCACHE_SLOPPINESS, TEST_BUILD_CONFIG  # noqa: E402
+from matrix import (  # noqa: E402
+    CCACHE_DIR,
+    CCACHE_SLOPPINESS,
+    TEST_CXX_FLAGS,
+    build_config,
+)
 
 #: What every example is compiled with on top of its own CMakeLists.txt: the
 #: host library's sources are compiled inside the user's build, so they must
@@ -132,7 +137,7 @@ def build_wheel(
     build_dir: Path,
     python: str = sys.executable,
     test_hooks: bool = False,
-    cxx_flags: str | None = None,
+    cxx_flags: str = TEST_CXX_FLAGS,
 ) -> Path:
     """Build this work tree's wheel with ``python``'s pip (no build isolation).
 
@@ -143,8 +148,8 @@ def build_wheel(
         tools/mutate.py configure their build directories, so that reusing one
         recompiles nothing.  It changes ``_native`` only: the package's headers,
         CMake files and host sources, all an example uses, are the same either way.
-    :param cxx_flags: the build's ``CMAKE_CXX_FLAGS_RELWITHDEBINFO`` instead of
-        TEST_BUILD_CONFIG's (-O2): the value the reused build directory holds
+    :param cxx_flags: the build's CXX_FLAGS_VAR (default TEST_CXX_FLAGS, -O2):
+        the value the reused build directory holds
         (tools/mutate.py builds its mutants at -O0), so that reusing it
         recompiles nothing.  The package's files, all an example uses, do not
         depend on it.
@@ -156,12 +161,7 @@ def build_wheel(
     log = out / "wheel.log"
     cmd = [python, "-m", "pip", "wheel", "-q", "--disable-pip-version-check"]
     cmd += ["--no-build-isolation", "--no-deps", "-w", str(out)]
-    config = list(TEST_BUILD_CONFIG)
-    if cxx_flags is not None:
-        key = "cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO="
-        (i,) = [i for i, c in enumerate(config) if c.startswith(key)]
-        config[i] = key + cxx_flags
-    cmd += ["-C", f"build-dir={build_dir}", *config]
+    cmd += ["-C", f"build-dir={build_dir}", *build_config(cxx_flags)]
     if test_hooks:
         cmd += ["-C", "cmake.define.DC_TEST_HOOKS=ON"]
     cmd += [str(REPO)]

@@ -470,10 +470,12 @@ def compiler_cache_env(it: Interp, basedir: Path) -> dict[str, str]:
     }
 
 
-#: The CMake build type and flags of every test build of ``_native``: this
-#: file's build/<interpreter>, tools/mutate.py's scratch trees and
-#: tools/examples.py's wheel (the same settings, so that reusing a build
-#: directory recompiles nothing).  RelWithDebInfo with its flags overridden
+#: The CMake cache entry of the test builds' compiler flags, and its value.
+#: TEST_BUILD_CONFIG (build_config()) is the CMake build type and flags of
+#: every test build of ``_native``: this file's build/<interpreter>,
+#: tools/mutate.py's scratch trees (with -O0 flags) and tools/examples.py's
+#: wheel (the same settings, so that reusing a build directory recompiles
+#: nothing).  RelWithDebInfo with its flags overridden
 #: to -O2 -DNDEBUG, i.e. without -g: no test reads debug information (nm,
 #: readelf and objdump read the symbol table), and -g is a large share of a
 #: build's compiler CPU.  Not Release: pybind11_add_module gives a Release
@@ -482,17 +484,35 @@ def compiler_cache_env(it: Interp, basedir: Path) -> dict[str, str]:
 #: ``cmake.define`` sets the cache entry before CMake's default for the build
 #: type would.  tests/test_production_build.py configures its own build
 #: (its build type is its own choice, not this one).
-TEST_BUILD_CONFIG = (
-    *("-C", "cmake.build-type=RelWithDebInfo"),
-    *("-C", "cmake.define.CMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG"),
-    # pybind11/pybind11.h precompiled for the sources that include it
-    # (CMakeLists.txt's DC_PCH): a mutant of a core header recompiles those
-    # sources without parsing pybind11 and Python.h again.
-    *("-C", "cmake.define.DC_PCH=ON"),
-)
+CXX_FLAGS_VAR = "CMAKE_CXX_FLAGS_RELWITHDEBINFO"
+TEST_CXX_FLAGS = "-O2 -DNDEBUG"
 
 
-def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None = None) -> list:
+def build_config(cxx_flags: str = TEST_CXX_FLAGS) -> tuple[str, ...]:
+    """scikit-build-core's settings of a test build (TEST_BUILD_CONFIG), with
+    CXX_FLAGS_VAR set to cxx_flags: tools/mutate.py builds its mutants at -O0,
+    and tools/examples.py's wheel keeps the flags of the build directory it
+    reuses."""
+    return (
+        *("-C", "cmake.build-type=RelWithDebInfo"),
+        *("-C", f"cmake.define.{CXX_FLAGS_VAR}={cxx_flags}"),
+        # pybind11/pybind11.h precompiled for the sources that include it
+        # (CMakeLists.txt's DC_PCH): a mutant of a core header recompiles those
+        # sources without parsing pybind11 and Python.h again.
+        *("-C", "cmake.define.DC_PCH=ON"),
+    )
+
+
+TEST_BUILD_CONFIG = build_config()
+
+
+def pip_install_argv(
+    it: Interp,
+    src: Path,
+    build_dir: str,
+    target: Path | None = None,
+    cxx_flags: str = TEST_CXX_FLAGS,
+) -> list:
     """The one pip command that builds and installs the extension from src.
 
     :param it: the interpreter whose pip runs (in its virtual environment)
@@ -501,6 +521,7 @@ def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None 
     :param target: install into this directory (``pip --target``) instead of
         the environment; tools/mutate.py uses it so that a mutant's build
         never replaces the shared environment's
+    :param cxx_flags: the compiler flags (build_config())
     :returns: the argument vector
     """
     where = ["--target", str(target)] if target is not None else []
@@ -508,7 +529,7 @@ def pip_install_argv(it: Interp, src: Path, build_dir: str, target: Path | None 
         it.py,
         *("-m", "pip", "install", "-q", "--disable-pip-version-check"),
         *("--no-build-isolation", "--no-deps", *where),
-        *("-C", f"build-dir={build_dir}", *TEST_BUILD_CONFIG),
+        *("-C", f"build-dir={build_dir}", *build_config(cxx_flags)),
         # The `_test_` hooks (reference/testing/) that the suite needs; a plain
         # `pip install .` builds without them (CMake option DC_TEST_HOOKS).
         *("-C", "cmake.define.DC_TEST_HOOKS=ON"),

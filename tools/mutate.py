@@ -98,7 +98,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
-from matrix import hang_guard, load_scale  # noqa: E402  (stdlib-only, like this script)
+from matrix import CXX_FLAGS_VAR, hang_guard, load_scale  # noqa: E402  (stdlib-only, like this script)
 
 MUTANTS = REPO / "tests" / "mutants"
 OUT = REPO / "build" / "mutate"
@@ -124,7 +124,6 @@ PYTEST_TIMEOUT_S = 600
 #: changes what the code does, which -O0 keeps; the orders and the fences
 #: that only an optimiser can break are the C++ checks' and the litmus
 #: checks' (their own flags).  tools/matrix.py's builds stay -O2.
-FLAGS_VAR = "CMAKE_CXX_FLAGS_RELWITHDEBINFO"
 MUTANT_FLAGS = "-O0 -DNDEBUG"
 
 SANITIZERS = {
@@ -409,10 +408,9 @@ class Runner:
         self._matrix = None
         self._envs: dict = {}
         self._tools_checked = False
-        # (scratch tree, environment) pairs whose extension is built: the
-        # control's pytest checks (about thirty) and a mutant's share one
-        # build of their tree instead of one pip run each (a tree is not
-        # changed between its checks).
+        # (incremental tree, environment) pairs whose build directory pip has
+        # configured and built (incremental_tree(), build_incremental()):
+        # later checks of that tree run CMake's incremental build instead.
         self._built: set[tuple[str, str]] = set()
         # The snapshot every scratch is copied from (main() sets it).
         self.source: Path | None = None
@@ -687,15 +685,17 @@ class Runner:
         :param mutant: the mutant whose FILE tree holds, or None (the control)
         :returns: the tree, and the files changed since its last build
         """
+        source = self.source
+        assert source is not None, "main() sets the snapshot before any check"
         inc = OUT / f"_incr-{env_name}"
         if env_name not in self._incr_dirty or not inc.exists():
             if inc.exists():
                 shutil.rmtree(inc)
-            shutil.copytree(self.source or tree, inc, symlinks=True)
+            shutil.copytree(source, inc, symlinks=True)
             self._incr_dirty[env_name] = set()
         changed = set(self._incr_dirty[env_name])
         for rel in changed:
-            shutil.copyfile((self.source or tree) / rel, inc / rel)  # a new mtime
+            shutil.copyfile(source / rel, inc / rel)  # a new mtime
         now = {mutant.file} if mutant is not None else set()
         for rel in now:
             shutil.copyfile(tree / rel, inc / rel)
@@ -745,11 +745,11 @@ class Runner:
         found = re.search(r"^CMAKE_COMMAND:INTERNAL=(.+)$", cache, re.M)
         cmake = found.group(1).strip() if found else "cmake"
         rc = 0
-        if f"\n{FLAGS_VAR}:STRING={MUTANT_FLAGS}\n" not in cache:
+        if f"\n{CXX_FLAGS_VAR}:STRING={MUTANT_FLAGS}\n" not in cache:
             # tests/test_examples.py's wheel, built in this directory, set the
             # matrix's flags: back to the mutants' (a ccache hit per unit).
             rc, _ = run_logged(
-                mx.in_env(it, [cmake, f"-D{FLAGS_VAR}={MUTANT_FLAGS}", str(bdir)]),
+                mx.in_env(it, [cmake, f"-D{CXX_FLAGS_VAR}={MUTANT_FLAGS}", str(bdir)]),
                 log.with_suffix(".configure.log"),
                 hang_guard(300),  # cmake's configure
                 cwd=inc,
@@ -788,10 +788,9 @@ class Runner:
         """pip-install tree's extension for it into tree/build/site-ENV; (rc, output)."""
         mx = self.matrix()
         site = tree / "build" / f"site-{env_name}"
-        argv = mx.pip_install_argv(it, tree, str(tree / "build" / f"ext-{env_name}"), site)
-        flags = [i for i, a in enumerate(argv) if a.startswith(f"cmake.define.{FLAGS_VAR}=")]
-        assert len(flags) == 1, f"pip_install_argv sets {FLAGS_VAR} once: {argv}"
-        argv[flags[0]] = f"cmake.define.{FLAGS_VAR}={MUTANT_FLAGS}"
+        argv = mx.pip_install_argv(
+            it, tree, str(tree / "build" / f"ext-{env_name}"), site, cxx_flags=MUTANT_FLAGS
+        )
         return run_logged(
             mx.in_env(it, argv),
             build_log,
