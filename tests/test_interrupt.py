@@ -418,10 +418,16 @@ def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorde
     twice: once there, once more by the drain).
 
     No bytecode runs between the release and the cleanup, so the pending call
-    cannot run earlier, on any version: wait_idle() then _native.drain_now()
-    are called from C (map over the two callables), and the finalizer is C
-    (signal.default_int_handler raises KeyboardInterrupt)."""
+    cannot run earlier, on any version: release(), wait_idle() and then
+    _native.drain_now() are called from C (map over callables built before
+    the release), and the finalizer is C (signal.default_int_handler raises
+    KeyboardInterrupt).  Had a bytecode run between them, the destructor's
+    pending call could run there and be the outermost drain itself, and the
+    test would pass with the nested rule broken; ``outer`` witnesses that
+    drain_now() was the drain running the cleanup."""
     unraisable = []
+    entered = []
+    outer = []
     monkeypatch.setattr("sys.unraisablehook", lambda u: unraisable.append(u.exc_type))
     inner = []
     nested = []
@@ -434,6 +440,7 @@ def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorde
             # bytecode (the eval breaker is checked on entry): still inside
             # the cleanup.
             try:
+                outer.append(list(entered))
                 recorder(1)
                 deadline = time.monotonic() + 10
                 while dc.counters()["drain_cycles"] == base[0] and time.monotonic() < deadline:
@@ -453,17 +460,18 @@ def test_a_pending_call_inside_a_cleanup_does_not_take_the_interrupt(dc, recorde
     before = dc.counters()
     base.append(before["drain_cycles"])
     caught = []
+    steps = [
+        functools.partial(d.release, 1),
+        functools.partial(d.wait_idle, 10),
+        functools.partial(entered.append, "drain_now"),
+        dc._native.drain_now,
+    ]
     try:
-        d.release(1)
-        list(
-            map(
-                operator.methodcaller("__call__"),
-                [functools.partial(d.wait_idle, 10), dc._native.drain_now],
-            )
-        )
+        list(map(operator.methodcaller("__call__"), steps))
     except (KeyboardInterrupt, SystemExit) as e:
         caught.append(e)
     after = dc.counters()
+    assert outer == [["drain_now"]], f"witness: drain_now() ran the cleanup: {outer}"
     assert inner == [], f"the pending call inside the cleanup raised {inner}"
     assert nested == [1], f"witness: the pending call ran inside the cleanup: {nested}"
     assert [type(e) for e in caught] == [KeyboardInterrupt] and unraisable == []
