@@ -56,6 +56,21 @@ TYPED_TEST(Core, TakeAllReturnsPushOrderAndEmptiesTheList) {
   EXPECT_TRUE(q.empty_snapshot());
 }
 
+TYPED_TEST(Core, ACallbackLinksItsItemIntoTheQueueOnce) {
+  dc::BasicQueue<TypeParam> q(dc_test::host());
+  Items it(2);
+  dc::on_user_object_destroyed(q, &it.items[0]);
+  dc::on_user_object_destroyed(q, &it.items[1]);
+  // Before any drain the queue is items[1] -> items[0] -> end.  An item
+  // pushed a second time links to itself, and a drain would run its cleanup
+  // forever: the links are checked first, and the drain runs only if they hold.
+  ASSERT_EQ(it.items[1].next, &it.items[0]);
+  ASSERT_EQ(it.items[0].next, nullptr);
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(it.cleaned_once(), 2u);
+  EXPECT_EQ(it.cleaned_twice_or_more(), 0u);
+}
+
 TYPED_TEST(Core, ManyCallbacksMakeOnePendingCall) {
   dc::BasicQueue<TypeParam> q(dc_test::host());
   Items it(100);  // more than CPython's 32-slot ring
