@@ -135,6 +135,32 @@ def test_every_mutant_is_killed():
     assert "mutants killed" in p.stdout
 
 
+def test_killing_unit_is_the_one_file_that_defines_every_named_test(tmp_path):
+    """tools/mutate.py builds only that tests/cpp file's program for a C++
+    check (the whole suite when it returns None)."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import mutate as tool
+
+    (tmp_path / "a_tests.cpp").write_text(
+        "TYPED_TEST(Core, First) {}\nTEST(Shutdown, Second) {}\nTEST_F(Fx, Third) {}\n"
+    )
+    (tmp_path / "b_tests.cpp").write_text("TEST(Api, Fourth) {}\n")
+    (tmp_path / "fake_host.cpp").write_text("TEST(Elsewhere, Fifth) {}\n")  # not a test file
+
+    def unit(*names):
+        return tool.killing_unit(list(names), tmp_path)
+
+    assert unit("Core/reference.First", "Shutdown.Second", "Third") == "a_tests"
+    assert unit("PendingCall.Fourth", "heap-use-after-free") == "b_tests"
+    assert unit("First", "Fourth") is None  # two files: the whole suite
+    assert unit("heap-use-after-free") is None and unit() is None  # no test named
+    assert unit("Fifth") is None
+    # Every C++-first mutant of the repository names a test of one file.
+    for m in tool.load_all(REPO / "tests" / "mutants"):
+        if m.killed_by[0] in ("cpp", "cpp-asan"):
+            assert tool.killing_unit(m.killing_tests) is not None, m.name
+
+
 def test_a_pytest_check_stops_once_the_mutant_is_killed_as_named(tmp_path):
     """tools/mutate.py sets DC_MUTATE_STOP_AFTER on a mutant's pytest checks:
     tests/conftest.py runs the named killing tests first and stops the session

@@ -517,7 +517,7 @@ class Runner:
         return self.pytest_outcome(check, rc, xml, log, out)
 
     def check_cpp(self, check: str, tree: Path, logs: Path, mutant: Mutant | None) -> CheckResult:
-        flags, san_env = SANITIZERS[check]
+        flags, _ = SANITIZERS[check]
         if not self._tools_checked:
             # g++, cmake and GoogleTest: installed with apt when missing, by
             # the same function the sanitizer scripts use.
@@ -544,22 +544,48 @@ class Runner:
             cwd=tree,
             env=dict(os.environ, **compiler_cache()),
         )
-        if rc == 0:
-            with open(build_log, "a") as f:
-                rc = subprocess.run(
-                    ["cmake", "--build", str(bdir), "-j2", "--target", "core_tests"],
-                    cwd=tree,
-                    stdout=f,
-                    stderr=subprocess.STDOUT,
-                    timeout=hang_guard(900),  # the build
-                ).returncode
+        if rc != 0:
+            tail = build_log.read_text(errors="replace")[-1500:]
+            return CheckResult(check, "error", [], 0, str(build_log), f"build failed:\n{tail}")
+        # A mutant whose named killing tests are all in one test file is
+        # first checked with that file's own program (tests/cpp builds one per
+        # file): about half the compile time of the whole suite.  When they
+        # do not all fail there, the whole suite is built and run, as for
+        # every other check.
+        unit = None
+        if mutant is not None and not self.complete:
+            unit = killing_unit(mutant.killing_tests)
+        if unit is not None:
+            r = self._run_cpp(check, tree, bdir, log, build_log, mutant, f"unit_{unit}", False)
+            if r.outcome == "failed" and all(
+                any(w in x for x in r.failing) for w in mutant.killing_tests
+            ):
+                return r
+        return self._run_cpp(
+            check, tree, bdir, log, build_log, mutant, "core_tests", unit is not None
+        )
+
+    def _run_cpp(self, check, tree, bdir, log, build_log, mutant, target, append) -> CheckResult:
+        """Build target (tests/cpp's core_tests or a unit_FILE program) in
+        bdir and run its tests one process each, writing to log (after what
+        it holds when append); a CheckResult."""
+        _, san_env = SANITIZERS[check]
+        with open(build_log, "a") as f:
+            rc = subprocess.run(
+                ["cmake", "--build", str(bdir), "-j2", "--target", target],
+                cwd=tree,
+                stdout=f,
+                stderr=subprocess.STDOUT,
+                timeout=hang_guard(900),  # the build
+            ).returncode
         if rc != 0:
             tail = build_log.read_text(errors="replace")[-1500:]
             return CheckResult(check, "error", [], 0, str(build_log), f"build failed:\n{tail}")
         # One process per test: a crash or a hang in one test (an ASan abort,
         # a self-linked list that never ends) neither hides nor stops the
         # others, so "killed by" lists every test that notices the mutant.
-        binary = str(bdir / "core_tests")
+        binary = str(bdir / target)
+        whole = target == "core_tests"
         listing = subprocess.run(
             [binary, "--gtest_list_tests"], cwd=tree, capture_output=True, text=True, timeout=60
         )
@@ -598,7 +624,7 @@ class Runner:
         env = {**os.environ, **CPP_ENV, **budgets, **san_env}  # budgets override CPP_ENV
         failing = []
         skipped = 0
-        with open(log, "w") as f:
+        with open(log, "a" if append else "w") as f:
             for i, name in enumerate(tests):
                 if (
                     mutant is not None
@@ -645,6 +671,8 @@ class Runner:
             return CheckResult(check, "passed", [], 0, str(log))
         if skipped:
             failing.append(f"{skipped} other tests not run (--complete runs them)")
+        if not whole:
+            failing.append("the other test files not built (--complete builds them)")
         return CheckResult(check, "failed", failing, 0, str(log))
 
     def check_pytest(
@@ -963,6 +991,32 @@ class Runner:
             env=env,
         )
         return self.pytest_outcome(check, rc, xml, log, out)
+
+
+#: A GoogleTest definition in tests/cpp: TEST(Suite, Name), TYPED_TEST, TEST_F, TEST_P.
+GTEST_DEF = re.compile(r"\b(?:TYPED_)?TEST(?:_F|_P)?\(\s*\w+\s*,\s*(\w+)\s*\)")
+
+
+def killing_unit(killing_tests: list[str], cpp_dir: Path | None = None) -> str | None:
+    """The one tests/cpp file (its stem) that defines every named killing test.
+
+    :param killing_tests: a mutant's KILLING_TESTS; an entry is matched by its
+        last dotted part (``Core/reference.Name`` -> ``Name``); an entry that
+        names no test (a sanitizer's report, such as ``heap-use-after-free``)
+        is ignored
+    :param cpp_dir: the directory to read, tests/cpp by default
+    :returns: the stem, or None when no entry names a test or the named
+        tests are in more than one file (the whole suite is then built)
+    """
+    cpp_dir = cpp_dir or REPO / "tests" / "cpp"
+    defined: dict[str, set[str]] = {}
+    for path in sorted(cpp_dir.glob("*_tests.cpp")):
+        for name in GTEST_DEF.findall(path.read_text()):
+            defined.setdefault(name, set()).add(path.stem)
+    units: set[str] = set()
+    for entry in killing_tests:
+        units |= defined.get(entry.split(".")[-1], set())
+    return units.pop() if len(units) == 1 else None
 
 
 def control_results(specs: list, report: dict, log: str) -> list[CheckResult]:
