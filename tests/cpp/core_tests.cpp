@@ -1225,6 +1225,56 @@ TEST(Shutdown, GateBoundExpiresAndIsCounted) {
   EXPECT_EQ(dc::backstop_at_exit(q), 0u);
 }
 
+// fork() (BasicQueue::reset_after_fork): the child has one thread and none
+// of the parent's pending calls can be counted on.  Played here without a
+// fork: the parent holds the claim with its call outstanding, a producer
+// sits inside the gate and an item is queued; the fake host is then reset
+// (the parent's call lost, as in a child) and the queue reset as the
+// at-fork handler does.  The child's schedule() must add a new call that
+// cleans the item, its exit must not wait for the parent's producer, and
+// stats count the reset.
+TEST(Fork, AChildKeepsTheQueuedItemsButNoClaimAndNoProducerOfTheParent) {
+  dc_test::reset_host(32, 0, 1);
+  dc_test::set_main_thread();
+  dc::ReferenceQueue q(dc_test::host());
+  Items it(1);
+  ASSERT_EQ(dc::on_user_object_destroyed(q, &it.items[0]), dc::ScheduleResult::scheduled);
+  ASSERT_TRUE(q.gate_enter());  // a parent's producer inside the gate, never to leave
+  dc_test::reset_host(32, 0, 1);  // the child: the parent's call is not there
+  q.reset_after_fork(false);
+  EXPECT_EQ(q.stats.forks.load(), 1u);
+  EXPECT_EQ(q.in_flight(), 0u);
+  EXPECT_EQ(dc::schedule(q), dc::ScheduleResult::scheduled);  // no claim inherited
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_EQ(it.cleaned_once(), 1u);
+  // The child's exit does not wait for the parent's producer (the wait would
+  // end at its 1 s bound with the gate not clear).
+  const dc::ShutdownOutcome out = dc::shutdown_at_exit(q, std::chrono::seconds(1));
+  dc_test::close_host();
+  EXPECT_TRUE(out.gate_clear);
+}
+
+// drain_now() off the main thread refuses and runs nothing: the item stays
+// queued, and the main thread's drain cleans it once.
+TEST(DrainNow, OffTheMainThreadRefusesAndLosesNothing) {
+  dc_test::reset_host(32, 0, 1);
+  dc_test::set_main_thread();
+  dc::ReferenceQueue q(dc_test::host());
+  Items it(1);
+  q.push(&it.items[0]);
+  dc::DrainNowResult off{};
+  std::thread other([&] { off = dc::drain_now(q); });
+  other.join();
+  EXPECT_EQ(off.status, dc::DrainNowStatus::not_main_thread);
+  EXPECT_EQ(off.cleaned, 0u);
+  EXPECT_EQ(it.hits[0], 0);
+  EXPECT_FALSE(q.empty_snapshot());
+  const dc::DrainNowResult on = dc::drain_now(q);
+  EXPECT_EQ(on.status, dc::DrainNowStatus::drained);
+  EXPECT_EQ(on.cleaned, 1u);
+  EXPECT_EQ(it.cleaned_once(), 1u);
+}
+
 // A nested drain (a cleanup that reaches an entry point or runs another
 // pending call) returns at once in the reference; the outer loop takes what
 // it would have.
