@@ -972,6 +972,32 @@ TEST_F(RearmPastTheBound, TwoLostCallsThenAMainThreadEntryPoint) {
   EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
 }
 
+// fork() (BasicQueue::reset_after_fork, RearmState::reset_after_fork) with
+// every call record set: the parent lost its claim's call and the re-arm's,
+// and a main-thread entry point added one call past the bound, outstanding
+// at fork.  None of those calls exists in the child (the fake host is reset),
+// so no record of them may survive there: a child that loses its own first
+// two calls recovers exactly as the parent did.
+TEST_F(RearmPastTheBound, AForkChildInheritsNoCallRecordAndRecoversItsOwnLostCalls) {
+  dc_test::lose_next_foreign(2);
+  lose_a_call_and_its_rearm(0);
+  EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::drained);
+  ASSERT_EQ(q_.rearm.superseded(), 1u);    // witness: the parent's records are set
+  ASSERT_EQ(q_.rearm.main_rearmed(), 1u);  // at fork
+  dc_test::reset_host(32, 0, 1);           // the child: none of the parent's calls
+  q_.reset_after_fork(false);
+  EXPECT_EQ(q_.rearm.superseded(), 0u);
+  EXPECT_EQ(q_.rearm.main_rearmed(), 0u);
+  dc_test::lose_next_foreign(2);
+  lose_a_call_and_its_rearm(1);  // the child's re-arm is allowed: no superseded record
+  EXPECT_EQ(dc::drain_at_entry(q_), dc::EntryAction::drained);
+  EXPECT_EQ(q_.stats.main_rearms.load(), 2u);  // the parent's and the child's own
+  EXPECT_EQ(dc_test::run_all(), 1u);
+  EXPECT_FALSE(q_.scheduled_snapshot());
+  next_enqueue_is_cleaned_by_a_pending_call(2);
+  EXPECT_EQ(pool_.cleaned_twice_or_more(), 0u);
+}
+
 // Three consecutive lost calls from foreign threads: the claim's call and
 // the re-arm's call, recovered by the main thread past the bound as above;
 // then the next claim's call is lost too, and the next main-thread entry
