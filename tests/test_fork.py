@@ -159,8 +159,16 @@ def test_child_with_driver_threads_never_hangs(scenario, tmp_path):
 
 def _fork_with_items_queued(dc, n, fin):
     """Queue n items whose pending call has not run, then fork with no
-    bytecode in between (wait_idle() and os.fork() called from C, through
-    map), so the child inherits the queued items and the parent's claim.
+    bytecode in between (release(), wait_idle(), a counters snapshot and
+    os.fork() called from C, through map over callables built before the
+    release), so the child inherits the queued items and the parent's claim.
+
+    Had a bytecode run after the release, the destructor thread's pending call
+    could run at its eval-breaker check (3.13+) and drain the parent before
+    the fork, and the child would inherit an empty queue with nothing to
+    test.  Witness, in both processes: the snapshot taken just before fork()
+    shows no drain since the release and the items still queued (a failed
+    witness: AssertionError in the parent, exit code 4 in the child).
     Returns fork()'s result."""
     import functools
     import operator
@@ -173,12 +181,21 @@ def _fork_with_items_queued(dc, n, fin):
         g.attach(i, fin)
     d.set_hold(True)
     g.destroy()
-    d.release(1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() of a threaded process
-        return list(
-            map(operator.methodcaller("__call__"), [functools.partial(d.wait_idle, 10), os.fork])
-        )[1]
+        base = dc._native.counters()["drain_cycles"]
+        steps = [
+            functools.partial(d.release, 1),
+            functools.partial(d.wait_idle, 10),
+            dc._native.counters,  # C: not an entry point
+            os.fork,
+        ]
+        _, _, snap, pid = list(map(operator.methodcaller("__call__"), steps))
+    ok = snap["drain_cycles"] == base and not snap["queue_empty"]
+    if pid == 0 and not ok:
+        os._exit(4)  # the child never returns into pytest
+    assert ok, f"witness: a drain ran between the release and fork(): {snap}"
+    return pid
 
 
 def _child_result(pid):
@@ -222,7 +239,8 @@ def test_child_cleans_items_queued_at_fork_without_new_payloads(dc, recorder, re
         finally:
             os._exit(code)
     assert _child_result(pid) == 0, (
-        "child: 1 = items not cleaned by a pending call, 2 = off its main thread"
+        "child: 1 = items not cleaned by a pending call, 2 = off its main thread, "
+        "4 = drained before the fork (witness)"
     )
     dc.drain_now()  # the parent's own copies (its call may have been lost)
     assert recorder.calls == {i: 1 for i in range(n)}, "the parent cleans its own copies"
@@ -256,7 +274,10 @@ def test_child_starts_with_every_call_record_reset(dc, recorder):
                 code = 0
         finally:
             os._exit(code)
-    assert _child_result(pid) == 0, "child: 1 = not cleaned, 2 = a call record survived the fork"
+    assert _child_result(pid) == 0, (
+        "child: 1 = not cleaned, 2 = a call record survived the fork, "
+        "4 = drained before the fork (witness)"
+    )
     deadline = time.monotonic() + 10
     while len(recorder.calls) < n and time.monotonic() < deadline:
         time.sleep(0.001)

@@ -20,7 +20,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import wait_until
+from conftest import LOAD, wait_until
 
 # Every test here uses a `_test_` hook (lose a call, fill the ring): test builds only.
 pytestmark = pytest.mark.test_hooks
@@ -28,7 +28,9 @@ pytestmark = pytest.mark.test_hooks
 SCRIPT = textwrap.dedent("""
     import json, sys, time
     import deferred_cleanup as dc
-    dc.configure(stale_claim_s=0.2)
+    F = float(sys.argv[1])  # the load factor (conftest.LOAD): every time below scales with it
+    STALE_S = round(0.2 * F, 3)
+    dc.configure(stale_claim_s=STALE_S)
     d = dc.SimulatedDriver()
     released = []
     # 1. One payload whose pending call is lost.
@@ -61,14 +63,18 @@ SCRIPT = textwrap.dedent("""
     # destructors come once the claim has been seen outstanding for the bound.
     d.set_hold(True)
     g.destroy()
-    time.sleep(0.3)
+    time.sleep(STALE_S + 0.1 * F)
+    # Witness: no entry point above re-armed (had the attach loop outlasted the
+    # bound, one would have, and the producer's re-arm would go untested).
+    rearms_before_release = dc.counters()["rearms"]
     d.release(1)
     t0 = time.monotonic()
-    while len(released) < 1 + n and time.monotonic() - t0 < 3.0:  # a hang guard
+    while len(released) < 1 + n and time.monotonic() - t0 < 3.0 * F:  # a hang guard
         time.sleep(0.001)
     c = dc.counters()
     print(json.dumps({"after_loss": after_loss, "released": len(released), "payloads": 1 + n,
                       "sampled": sampled, "rearms": c["rearms"],
+                      "rearms_before_release": rearms_before_release,
                       "calls_outstanding": c["calls_outstanding"], "variant": c["variant"],
                       "waited_s": round(time.monotonic() - t0, 3)}))
 """)
@@ -76,7 +82,7 @@ SCRIPT = textwrap.dedent("""
 
 def _run(variant):
     p = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
+        [sys.executable, "-c", SCRIPT, str(LOAD)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -93,6 +99,9 @@ def test_reference_recovers_a_lost_call_at_a_later_enqueue():
     )
     assert r["sampled"] >= 1, (
         f"no payload of the burst is sampled, even after attaching up to the hang guard's 4000: {r}"
+    )
+    assert r["rearms_before_release"] == 0, (
+        f"witness: an entry point re-armed before the destructors came: {r}"
     )
     assert r["released"] == r["payloads"], f"payloads stayed queued after the lost call: {r}"
     assert r["rearms"] >= 1, r
