@@ -1265,7 +1265,7 @@ TEST(Fork, AChildKeepsTheQueuedItemsButNoClaimAndNoProducerOfTheParent) {
   dc::ReferenceQueue q(dc_test::host());
   Items it(1);
   ASSERT_EQ(dc::on_user_object_destroyed(q, &it.items[0]), dc::ScheduleResult::scheduled);
-  ASSERT_TRUE(q.gate_enter());  // a parent's producer inside the gate, never to leave
+  ASSERT_TRUE(q.gate_enter());    // a parent's producer inside the gate, never to leave
   dc_test::reset_host(32, 0, 1);  // the child: the parent's call is not there
   q.reset_after_fork(false);
   EXPECT_EQ(q.stats.forks.load(), 1u);
