@@ -98,7 +98,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
-from matrix import CXX_FLAGS_VAR, hang_guard, load_scale  # noqa: E402  (stdlib-only, like this script)
+# stdlib-only, like this script
+from matrix import CXX_FLAGS_VAR, hang_guard, load_scale  # noqa: E402
 
 MUTANTS = REPO / "tests" / "mutants"
 OUT = REPO / "build" / "mutate"
@@ -557,9 +558,7 @@ class Runner:
             unit = killing_unit(mutant.killing_tests)
         if unit is not None:
             r = self._run_cpp(check, tree, bdir, log, build_log, mutant, f"unit_{unit}", False)
-            if r.outcome == "failed" and all(
-                any(w in x for x in r.failing) for w in mutant.killing_tests
-            ):
+            if r.outcome == "failed" and not unfailed(mutant.killing_tests, r.failing):
                 return r
         return self._run_cpp(
             check, tree, bdir, log, build_log, mutant, "core_tests", unit is not None
@@ -630,7 +629,7 @@ class Runner:
                     mutant is not None
                     and not self.complete
                     and failing
-                    and all(any(w in x for x in failing) for w in wanted)
+                    and not unfailed(wanted, failing)
                 ):
                     skipped = len(tests) - i
                     f.write(f"[mutate] killed as named; {skipped} other tests not run\n")
@@ -993,6 +992,12 @@ class Runner:
         return self.pytest_outcome(check, rc, xml, log, out)
 
 
+def unfailed(killing_tests: list[str], failing: list[str]) -> list[str]:
+    """The KILLING_TESTS entries that no failing entry contains (a substring
+    match: a failure is recorded with its reason, "Name (timeout after 30 s)")."""
+    return [t for t in killing_tests if not any(t in f for f in failing)]
+
+
 #: A GoogleTest definition in tests/cpp: TEST(Suite, Name), TYPED_TEST, TEST_F, TEST_P.
 GTEST_DEF = re.compile(r"\b(?:TYPED_)?TEST(?:_F|_P)?\(\s*\w+\s*,\s*(\w+)\s*\)")
 
@@ -1078,7 +1083,7 @@ def verdict(m: Mutant, results: list[CheckResult]) -> tuple[str, str]:
     if survived:
         return "survived", "passed " + ", ".join(survived)
     failing = [f for r in results for f in r.failing]
-    missing = [t for t in m.killing_tests if not any(t in f for f in failing)]
+    missing = unfailed(m.killing_tests, failing)
     if missing:
         return "killed-elsewhere", "KILLING_TESTS did not fail: " + ", ".join(missing)
     return "killed", ""
