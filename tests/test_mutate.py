@@ -161,6 +161,29 @@ def test_killing_unit_is_the_one_file_that_defines_every_named_test(tmp_path):
             assert tool.killing_unit(m.killing_tests) is not None, m.name
 
 
+def test_a_check_never_runs_against_a_module_other_than_the_one_just_built(tmp_path):
+    """tools/mutate.py's incremental build compares the installed module with
+    the one it linked (CMake's install skipped a module linked within the
+    second of the last install, and a mutant "survived" on the control's
+    module); a difference or a missing module is a failed build."""
+    sys.path.insert(0, str(REPO / "tools"))
+    import mutate as tool
+
+    bdir, package, log = tmp_path / "ext", tmp_path / "site" / "deferred_cleanup", tmp_path / "log"
+    bdir.mkdir()
+    package.mkdir(parents=True)
+    name = "_native.cpython-312-x86_64-linux-gnu.so"
+    (bdir / name).write_bytes(b"mutant")
+    assert tool.installed_module_differs(bdir, package, log) == 1  # not installed
+    (package / name).write_bytes(b"contrl")  # same size, other bytes
+    built = os.stat(bdir / name)
+    os.utime(package / name, ns=(built.st_atime_ns, built.st_mtime_ns))  # same time, too
+    assert tool.installed_module_differs(bdir, package, log) == 1
+    assert log.read_text().count("is not the module just built") == 2
+    (package / name).write_bytes(b"mutant")
+    assert tool.installed_module_differs(bdir, package, log) == 0
+
+
 def test_a_pytest_check_stops_once_the_mutant_is_killed_as_named(tmp_path):
     """tools/mutate.py sets DC_MUTATE_STOP_AFTER on a mutant's pytest checks:
     tests/conftest.py runs the named killing tests first and stops the session

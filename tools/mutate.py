@@ -30,7 +30,9 @@ directory is kept (Runner.incremental_tree): before each check the previous
 mutant's file is copied back from the snapshot, this mutant's file is
 copied in, and everything else under its build/ is deleted; CMake then
 compiles only the units that see a changed file (pip configures the tree
-once).  These builds are -O0 (MUTANT_FLAGS), the control's included.
+once), installs every file again, and the installed module must be the one
+just linked (installed_module_differs()).  These builds are -O0
+(MUTANT_FLAGS), the control's included.
 
 Checks (KILLED_BY in a mutant file):
   litmus         pytest tests/test_litmus.py: the per-line [litmus:TAG] order
@@ -84,6 +86,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import filecmp
 import json
 import os
 import re
@@ -795,11 +798,19 @@ class Runner:
                 rc = subprocess.run(
                     mx.in_env(it, [cmake, "--install", str(bdir), "--prefix", str(site)]),
                     cwd=inc,
-                    env=env,
+                    # file(INSTALL) skips a file whose modification time equals
+                    # the installed copy's to the second (CMake's
+                    # cmFileTimes::DifferS); a ccache hit links the mutant's
+                    # module within the second of the control's install, and
+                    # the control's module stayed installed (a mutant
+                    # "survived" with its code never loaded).  Copy every file.
+                    env=dict(env, CMAKE_INSTALL_ALWAYS="1"),
                     stdout=f,
                     stderr=subprocess.STDOUT,
                     timeout=hang_guard(300),  # copies files
                 ).returncode
+            if rc == 0:
+                rc = installed_module_differs(bdir, site / "deferred_cleanup", log)
         package = "reference/python/deferred_cleanup/"
         for rel in changed:
             if rel.startswith(package) and rel.endswith(".py"):
@@ -990,6 +1001,24 @@ class Runner:
             env=env,
         )
         return self.pytest_outcome(check, rc, xml, log, out)
+
+
+def installed_module_differs(bdir: Path, package: Path, log: Path) -> int:
+    """1 (and a line in log) when a module built in bdir is not the one
+    installed in package, so that a check never runs against a stale build;
+    else 0.
+
+    :param bdir: the CMake build directory (holds _native*.so)
+    :param package: the installed package directory
+    :param log: the build's log, appended to
+    """
+    for built in sorted(bdir.glob("_native*.so")):
+        installed = package / built.name
+        if not installed.is_file() or not filecmp.cmp(built, installed, shallow=False):
+            with open(log, "a") as f:
+                f.write(f"[mutate] {installed} is not the module just built ({built})\n")
+            return 1
+    return 0
 
 
 def unfailed(killing_tests: list[str], failing: list[str]) -> list[str]:
