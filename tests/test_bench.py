@@ -179,6 +179,21 @@ def test_slow_path_breakdown_rows_run_and_call_the_host_once(smoke_rows):
     ]
 
 
+def test_paired_producer_rows_time_the_floor_beside_the_row(smoke_rows):
+    # BM_ProducersPaired: every variant at every producer count, each
+    # one-producer ablation at one; a row makes one host call per run (the
+    # floor's runs make none), and its floor_ratio is a ratio of two timed
+    # runs (positive; the smoke run's sizes say nothing about its value).
+    names = [v for v, _ in bench.ONE_PRODUCER_ABLATIONS]
+    rows = [(v, t) for v in _variants(smoke_rows) for t in bench.THREAD_COUNTS]
+    rows += [(v, 1) for v in names if v not in VARIANT_NAMES]
+    for v, t in rows:
+        p = smoke_rows[f"paired/mt/destructor/{v}/threads:{t}"]
+        assert not p.get("error_occurred"), (v, t)
+        assert p["host_calls_per_run"] == 1, (v, t)
+        assert p["floor_ratio"] > 0, (v, t)
+
+
 def test_one_producer_breakdown_rows_run_on_the_real_queue(smoke_rows):
     # The one-producer breakdown's rows (tests/bench/variants.hpp): each runs
     # at one producer and on the fast-path row without the rows' own errors;

@@ -91,6 +91,8 @@ def expected_ratio(data: dict, row: dict) -> float:
         return (core[row["numerator"]]["ns_per_item"] - clock) / (
             core[row["denominator"]]["ns_per_item"] - clock
         )
+    if kind == "paired_throughput":  # timed beside its floor (BM_ProducersPaired)
+        return core[row["numerator"]]["counters"]["floor_ratio"]
     if kind == "throughput":
         return (
             core[row["numerator"]]["items_per_second"]

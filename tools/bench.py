@@ -295,6 +295,10 @@ def core_rows(raw: dict) -> dict[str, dict]:
                 "aggregate_unit",
             )
         }
+        if "floor_ratio" in counters:
+            # A paired row's ratio (BM_ProducersPaired): each repetition's is
+            # a median over its iterations; the row's is the median of those.
+            counters["floor_ratio"] = statistics.median(b["floor_ratio"] for b in bs)
         rows[_short(name)] = {
             "ns_per_item": 1e9 / ips,
             "items_per_second": ips,
@@ -302,6 +306,24 @@ def core_rows(raw: dict) -> dict[str, dict]:
             "counters": counters,
         }
     return rows
+
+
+def paired(core: dict, row: str) -> str | None:
+    """The paired row of a producer row (mt/destructor/V/threads:T ->
+    paired/mt/destructor/V/threads:T) when the run has it, else None."""
+    name = "paired/" + row
+    return name if "floor_ratio" in core.get(name, {}).get("counters", {}) else None
+
+
+def throughput_ratio(core: dict, row: str, floor: str) -> tuple[str, str, float]:
+    """A producer row's throughput over the bare Treiber push's at the same
+    count: (kind, numerator, value).  The paired row's floor_ratio when the
+    run has one (kind "paired_throughput": both timed in each iteration, back
+    to back), else the quotient of the two separate rows ("throughput")."""
+    p = paired(core, row)
+    if p is not None:
+        return "paired_throughput", p, core[p]["counters"]["floor_ratio"]
+    return "throughput", row, core[row]["items_per_second"] / core[floor]["items_per_second"]
 
 
 def _short(run_name: str) -> str:
@@ -609,7 +631,7 @@ def headline(core: dict, e2e: dict) -> list[dict]:
             num = f"mt/destructor/{v}/threads:{t}"
             if num not in core:
                 continue
-            value = ips(num) / ips(tre)
+            kind, num, value = throughput_ratio(core, num, tre)
             ref = v == "reference"
             _row(
                 h,
@@ -617,7 +639,7 @@ def headline(core: dict, e2e: dict) -> list[dict]:
                 f"{v}: throughput with {t} producers / bare Treiber push",
                 num,
                 tre,
-                "throughput",
+                kind,
                 value,
                 f">= {TARGET_THROUGHPUT}" if ref else "",
                 value >= TARGET_THROUGHPUT if ref else None,
@@ -795,7 +817,9 @@ def one_producer_breakdown(core: dict) -> dict | None:
     Returns:
         bench.json's ``one_producer_breakdown``: floor, fast_floor, target,
         kind and rows (variant, removed, row, fast_row, ns_per_item,
-        throughput_ratio, fast_ns, fast_ratio, floor_ns); None when the run
+        throughput_ratio, fast_ns, fast_ratio, floor_ns: from the paired row
+        paired/mt/destructor/V/threads:1 when the run has it, whose
+        floor_ns is its own floor's, timed beside it); None when the run
         lacks the floor or the push-only row (a binary built before them).
     """
     if ONE_PRODUCER_FLOOR not in core or (
@@ -810,15 +834,18 @@ def one_producer_breakdown(core: dict) -> dict | None:
         if mt not in core:
             continue
         fast_ns = core[fast]["ns_per_item"] if fast in core else None
+        kind, row, ratio = throughput_ratio(core, mt, ONE_PRODUCER_FLOOR)
+        ns_item = core[row]["ns_per_item"]
         rows.append(
             dict(
                 variant=v,
                 removed=removed,
-                row=mt,
+                row=row,
                 fast_row=fast,
-                ns_per_item=core[mt]["ns_per_item"],
-                floor_ns=floor["ns_per_item"],
-                throughput_ratio=core[mt]["items_per_second"] / floor["items_per_second"],
+                ns_per_item=ns_item,
+                # A paired row's own floor, timed beside it (ratio = floor / row).
+                floor_ns=ns_item * ratio if kind == "paired_throughput" else floor["ns_per_item"],
+                throughput_ratio=ratio,
                 fast_ns=fast_ns,
                 fast_ratio=(
                     fast_ns / fast_floor["ns_per_item"]

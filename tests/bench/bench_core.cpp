@@ -32,6 +32,10 @@
 //                                       every drain, direct and floor row)
 //   mt/<shape>/threads:<T>              T producer threads pushing at once into
 //                                       one queue, a call outstanding
+//   paired/mt/destructor/<v>/threads:<T>  the same for a variant or ablation,
+//                                       each iteration also timing the bare
+//                                       Treiber push back to back (counter
+//                                       floor_ratio: BM_ProducersPaired)
 //   destructor/<ablation>/outstanding,  the slow-path breakdown: the two
 //   batch16/destructor/<ablation>/none  destructor rows of the reference with
 //                                       one switch off (variants.hpp,
@@ -53,6 +57,7 @@
 // global operator new: the queue rows must show none.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -513,47 +518,101 @@ struct DestructorShape {
   ~DestructorShape() { g_ring.run_all(); }  // the outstanding call drains every item
 };
 
+/// One timed run of the producer rows: every thread of `items` pushes its
+/// items into one fresh Shape at once; returns the nanoseconds from the
+/// start signal to the last producer's end and adds the host calls made to
+/// *host_calls.  The producers wait for the signal spinning (with a yield),
+/// not on a futex: a futex wake-up wakes the threads one after another, tens
+/// of microseconds apart on a virtual machine, against a run of about a
+/// millisecond at one producer.
 template <class Shape>
-void BM_Producers(benchmark::State& state) {
+std::int64_t run_producers(std::vector<std::vector<Item>>& items, std::uint64_t* host_calls) {
+  const std::size_t nthreads = items.size();
+  for (auto& v : items) init_items(v);
+  g_ring.reset(32);
+  std::int64_t elapsed = 0;
+  {
+    Shape shape(nthreads * items[0].size());
+    std::atomic<std::size_t> ready{0};
+    std::atomic<bool> go{false};
+    std::atomic<std::int64_t> last_end{0};
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < nthreads; ++t) {
+      threads.emplace_back([&, t] {
+        ready.fetch_add(1, std::memory_order_acq_rel);
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        for (Item& it : items[t]) shape.push(&it);
+        const std::int64_t end = now_ns();
+        std::int64_t seen = last_end.load(std::memory_order_relaxed);
+        while (seen < end &&
+               !last_end.compare_exchange_weak(seen, end, std::memory_order_relaxed)) {
+        }
+      });
+    }
+    while (ready.load(std::memory_order_acquire) != nthreads) std::this_thread::yield();
+    const std::int64_t t0 = now_ns();
+    go.store(true, std::memory_order_release);
+    for (auto& th : threads) th.join();
+    elapsed = last_end.load() - t0;
+    *host_calls += g_ring.added();
+  }
+  g_ring.reset(32);
+  return elapsed;
+}
+
+/// The items of one producer row: `nthreads` threads, 2^16 items each (1000
+/// in the smoke run).
+std::vector<std::vector<Item>> producer_items(const benchmark::State& state) {
   const auto nthreads = static_cast<std::size_t>(state.range(0));
   const std::size_t per_thread = g_smoke ? 1000 : (1u << 16);
-  std::vector<std::vector<Item>> items(nthreads, std::vector<Item>(per_thread));
+  return std::vector<std::vector<Item>>(nthreads, std::vector<Item>(per_thread));
+}
+
+template <class Shape>
+void BM_Producers(benchmark::State& state) {
+  auto items = producer_items(state);
   std::uint64_t host_calls = 0;
   for (auto _ : state) {
-    for (auto& v : items) init_items(v);
-    g_ring.reset(32);
-    {
-      Shape shape(nthreads * per_thread);
-      std::atomic<std::size_t> ready{0};
-      std::atomic<bool> go{false};
-      std::atomic<std::int64_t> last_end{0};
-      std::vector<std::thread> threads;
-      for (std::size_t t = 0; t < nthreads; ++t) {
-        threads.emplace_back([&, t] {
-          ready.fetch_add(1, std::memory_order_acq_rel);
-          go.wait(false, std::memory_order_acquire);
-          for (Item& it : items[t]) shape.push(&it);
-          const std::int64_t end = now_ns();
-          std::int64_t seen = last_end.load(std::memory_order_relaxed);
-          while (seen < end &&
-                 !last_end.compare_exchange_weak(seen, end, std::memory_order_relaxed)) {
-          }
-        });
-      }
-      while (ready.load(std::memory_order_acquire) != nthreads) std::this_thread::yield();
-      const std::int64_t t0 = now_ns();
-      go.store(true, std::memory_order_release);
-      go.notify_all();
-      for (auto& th : threads) th.join();
-      state.SetIterationTime(static_cast<double>(last_end.load() - t0) * 1e-9);
-      host_calls += g_ring.added();
-    }
-    g_ring.reset(32);
+    state.SetIterationTime(static_cast<double>(run_producers<Shape>(items, &host_calls)) * 1e-9);
   }
-  state.counters["threads"] = static_cast<double>(nthreads);
+  state.counters["threads"] = static_cast<double>(items.size());
   state.counters["host_calls_per_run"] =
       static_cast<double>(host_calls) / static_cast<double>(state.iterations());
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(nthreads * per_thread));
+  state.SetItemsProcessed(state.iterations() *
+                          static_cast<std::int64_t>(items.size() * items[0].size()));
+}
+
+/// The paired producer row (paired/mt/destructor/<v>/threads:<T>): each
+/// iteration times one run of Shape and one run of the bare Treiber push
+/// with the same threads and items, back to back, the floor first in every
+/// other iteration.  Its time is Shape's; the counter floor_ratio is the
+/// median over the iterations of floor time / Shape time, Shape's
+/// throughput as a fraction of the floor's measured a few milliseconds
+/// apart, so that a drift of the machine between the separate mt/ rows
+/// (minutes apart in one run) does not enter the ratio.
+template <class Shape>
+void BM_ProducersPaired(benchmark::State& state) {
+  auto items = producer_items(state);
+  std::uint64_t host_calls = 0, floor_calls = 0;
+  std::vector<double> ratios;
+  for (auto _ : state) {
+    const bool floor_first = ratios.size() % 2 == 0;
+    std::int64_t floor_ns = 0;
+    if (floor_first) floor_ns = run_producers<TreiberShape>(items, &floor_calls);
+    const std::int64_t ns = run_producers<Shape>(items, &host_calls);
+    if (!floor_first) floor_ns = run_producers<TreiberShape>(items, &floor_calls);
+    state.SetIterationTime(static_cast<double>(ns) * 1e-9);
+    ratios.push_back(static_cast<double>(floor_ns) / static_cast<double>(ns));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const std::size_t n = ratios.size();
+  state.counters["floor_ratio"] =
+      n % 2 == 1 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+  state.counters["threads"] = static_cast<double>(items.size());
+  state.counters["host_calls_per_run"] =
+      static_cast<double>(host_calls) / static_cast<double>(state.iterations());
+  state.SetItemsProcessed(state.iterations() *
+                          static_cast<std::int64_t>(items.size() * items[0].size()));
 }
 
 // ------------------------------------------------------------ registration
@@ -573,13 +632,16 @@ enum RowSet : unsigned {
   kDrainRows = 1u << 2,       ///< drain/<v>/<N> at every drain size
   kProducerRows = 1u << 3,    ///< mt/destructor/<v>/threads:<T> at every count
   kOneProducerRow = 1u << 4,  ///< mt/destructor/<v>/threads:1 only
+  /// paired/mt/destructor/<v>/threads:<T> at every count, or at 1 only
+  /// (with kOneProducerRow): BM_ProducersPaired
+  kPairedRows = 1u << 5,
   /// A variant of the docs' tables: every row.
-  kVariantRows = kFastPathRow | kSlowPathRow | kDrainRows | kProducerRows,
+  kVariantRows = kFastPathRow | kSlowPathRow | kDrainRows | kProducerRows | kPairedRows,
   /// A slow-path ablation (DC_BENCH_ABLATIONS): the two destructor rows.
   kSlowPathAblation = kFastPathRow | kSlowPathRow,
   /// A one-producer ablation (DC_BENCH_ONE_PRODUCER_ABLATIONS): the fast
   /// path and one producer's throughput.
-  kOneProducerAblation = kFastPathRow | kOneProducerRow,
+  kOneProducerAblation = kFastPathRow | kOneProducerRow | kPairedRows,
 };
 
 /// Register the rows of one variant (variants.hpp) that `rows` names: the
@@ -615,6 +677,14 @@ void register_rows(unsigned rows) {
         ->ArgsProduct({counts})
         ->UseManualTime()
         ->Iterations(g_smoke ? 1 : 15);
+    if (rows & kPairedRows) {
+      benchmark::RegisterBenchmark(row("paired/mt/destructor/" + v).c_str(),
+                                   &BM_ProducersPaired<DestructorShape<V>>)
+          ->ArgName("threads")
+          ->ArgsProduct({counts})
+          ->UseManualTime()
+          ->Iterations(g_smoke ? 2 : 16);  // an even count: each order as often
+    }
   }
 }
 
@@ -642,7 +712,7 @@ void register_all() {
   DC_BENCH_ABLATIONS(DC_BENCH_REGISTER)
 #undef DC_BENCH_REGISTER
   // reference-no-rearm is in both breakdowns; its fast-path row is above.
-  register_rows<ReferenceNoRearm>(kOneProducerRow);
+  register_rows<ReferenceNoRearm>(kOneProducerRow | kPairedRows);
 #define DC_BENCH_REGISTER(V) register_rows<V>(kOneProducerAblation);
   DC_BENCH_ONE_PRODUCER_ABLATIONS(DC_BENCH_REGISTER)
 #undef DC_BENCH_REGISTER
