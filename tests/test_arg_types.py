@@ -37,8 +37,8 @@ ROWS = {
     "configure.stale_claim_s": (
         lambda dc, v: dc.configure(stale_claim_s=v),
         r"stale_claim_s.*int or float",
-        [2**1024, -1, math.inf, 0],
-        r"(from 0 to 31536000|> 0 seconds)",
+        [2**1024, -1, math.inf, 0, 1e-300, 9e-10],  # below 1 ns rounds to 0 ns
+        r"(from 0 to 31536000|at least 1e-09 seconds)",
         1.0,
     ),
     "configure.backstop_wait_s": (
@@ -183,6 +183,7 @@ def test_a_good_value_is_accepted(dc, row):
 # refused by an off-by-one is a promise broken as surely as a bad value accepted.
 BOUNDS = {
     "configure.exit_wait_s": (lambda dc, v: dc.configure(exit_wait_s=v), [0, 31536000]),
+    "configure.stale_claim_s": (lambda dc, v: dc.configure(stale_claim_s=v), [1e-9, 31536000]),
     "SimulatedDriver.wait_idle.timeout_s": (lambda dc, v: _sim(dc).wait_idle(v), [0, 31536000]),
     "SimulatedDriver.release.threads": (lambda dc, v: _sim(dc).release(v), [1, 1024]),
     "SimulatedDriver.fail_next_creates.n": (
@@ -221,6 +222,26 @@ def test_reference_burst_callbacks_bound_is_checked_before_any_work(dc):
     assert dc.MAX_BURST_CALLBACKS == 10**7
     after = dc.counters()
     assert after["user_objects"] == before["user_objects"], "nothing attached before the refusal"
+
+
+def test_reference_burst_off_the_main_thread_names_itself_and_does_nothing(dc):
+    import threading
+
+    before, got = dc.counters(), []
+
+    def worker():
+        try:
+            dc.reference_burst(callbacks=10, threads=1)
+        except BaseException as e:  # noqa: BLE001  (the test reports any exception)
+            got.append(e)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join(timeout=60)  # hang guard: a refusal returns at once
+    assert not t.is_alive()
+    assert len(got) == 1 and type(got[0]) is dc.NotMainThreadError, got
+    assert "reference_burst() may only be called on the main thread" in str(got[0])
+    assert dc.counters()["user_objects"] == before["user_objects"], "nothing attached"
 
 
 def test_configure_reports_what_it_was_given(dc):

@@ -499,7 +499,11 @@ void configure(py::object exit_wait_s, py::object stale_claim_s, py::object back
   if (!stale_claim_s.is_none()) {
     const char* what = "configure(stale_claim_s)";
     const auto ns = checked_timeout(seconds_arg(stale_claim_s, what), what);
-    if (ns.count() <= 0) throw py::value_error("configure(stale_claim_s): must be > 0 seconds");
+    // Kept in whole nanoseconds: a value below one (1e-300 included) is zero.
+    if (ns.count() <= 0)
+      throw py::value_error(
+          "configure(stale_claim_s): must be at least 1e-09 seconds (one nanosecond, the unit it "
+          "is kept in)");
     s.stale_claim_ns.store(ns.count(), std::memory_order_relaxed);  // a setting
   }
   if (!backstop_wait_s.is_none()) {

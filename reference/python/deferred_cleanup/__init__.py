@@ -274,7 +274,7 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
             threads than callbacks, ``timeout_s`` not from 0 to one year.
         TimeoutError: not every payload was cleaned within ``timeout_s``.
         NotMainThreadError: called from a thread other than the main thread
-            (the message names drain_now(), which the burst calls first).
+            (nothing attached or released).
         ShutdownError: called once the interpreter is finalizing.
     """
     for name, value in (("callbacks", callbacks), ("threads", threads)):
@@ -304,7 +304,12 @@ def reference_burst(callbacks: int = 10000, threads: int = 8, timeout_s: float =
             f"threads ({threads}) must not exceed callbacks ({callbacks}): each thread fires at "
             "least one"
         )
-    drain_now()
+    try:
+        drain_now()  # the main-thread check, and nothing queued before the burst
+    except NotMainThreadError:
+        raise NotMainThreadError(
+            "reference_burst() may only be called on the main thread"
+        ) from None
     driver = SimulatedDriver()
     graph = driver.create_graph()
     payload = object()
@@ -377,7 +382,8 @@ def configure(
             bytes, list or bool is refused; the message names the parameter).
         ValueError: a bound that is not finite, negative, larger than one
             year (an int too large for a float included), or
-            (``stale_claim_s``) zero.
+            (``stale_claim_s``) below one nanosecond, zero included (it is
+            kept in whole nanoseconds).
     """
     _native.configure(exit_wait_s, stale_claim_s, backstop_wait_s)
 
