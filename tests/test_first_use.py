@@ -238,3 +238,127 @@ def test_a_lock_wait_says_who_holds_the_lock_and_repeats_while_waiting(
         assert f"held by pid {child.pid} (" in ln and f"of checkout {REPO}" in ln, ln
         assert "(holding it for a test)" in ln and "holding it for 0 min" in ln, ln
     assert any("got the lock after" in ln for ln in out), out
+
+
+# ------------------------------------------------------- tools/matrix.py test's jobs at once
+def _fake_jobs(matrix, spec):
+    """Job objects from (label, shares, rank) triples, on a placeholder interpreter."""
+    it = next(i for i in matrix.MATRIX if i.name == "cp312-pyenv")
+    return [matrix.Job(label, it, "m", frozenset(shares), rank) for label, shares, rank in spec]
+
+
+def _recorder(hold_s: float, pairs: bool = False):
+    """A run_one for matrix.schedule that records when each job ran.
+
+    With pairs, each job also waits (a hang guard of TIMEOUT_S) at a barrier
+    of two, so a schedule that ran fewer than two at a time fails."""
+    import threading
+
+    lock, spans, live = threading.Lock(), {}, [0, 0]  # live: now, most at once
+    barrier = threading.Barrier(2, timeout=TIMEOUT_S)
+
+    def run_one(job):
+        with lock:
+            live[0] += 1
+            live[1] = max(live[1], live[0])
+        t0 = time.monotonic()
+        if pairs:
+            barrier.wait()
+        time.sleep(hold_s)
+        with lock:
+            live[0] -= 1
+            spans[job.label] = (t0, time.monotonic())
+        return f"result of {job.label}"
+
+    return run_one, spans, live
+
+
+def test_matrix_schedule_runs_every_job_once_at_most_workers_at_a_time(matrix, capsys):
+    """``make test``'s jobs run up to --jobs at once, longest (lowest rank)
+    first, and their results come back in the table's order."""
+    jobs = _fake_jobs(matrix, [(f"j{i}", (), 9 - i) for i in range(6)])
+    run_one, spans, live = _recorder(0.2, pairs=True)
+    results = matrix.schedule(jobs, 2, run_one, progress_s=0.1)
+    assert results == [f"result of j{i}" for i in range(6)]
+    assert live[1] == 2 and sorted(spans) == [f"j{i}" for i in range(6)]
+    # Rank order, two at a time: j5 and j4 (ranks 4, 5) first, j1 and j0 last.
+    starts = sorted(spans, key=lambda k: spans[k][0])
+    assert [set(starts[i : i + 2]) for i in (0, 2, 4)] == [
+        {"j5", "j4"},
+        {"j3", "j2"},
+        {"j1", "j0"},
+    ], starts
+    # A progress line while jobs ran (progress_s 0.1 against 0.2 s jobs).
+    assert "running j" in capsys.readouterr().out
+
+
+def test_matrix_schedule_never_runs_two_jobs_that_share_a_directory_at_once(matrix):
+    """Jobs that write the same directory (SHARED_DIRS, an interpreter's
+    build/examples) never overlap; a job that must wait lets a later one start."""
+    import threading
+
+    jobs = _fake_jobs(
+        matrix,
+        [("a", {"d"}, 0), ("b", {"d"}, 1), ("c", (), 2), ("e", {"d", "x"}, 3)],
+    )
+    run_one, spans, _ = _recorder(0.05)
+    c_started = threading.Event()
+
+    def run(job):
+        if job.label == "c":
+            c_started.set()
+        elif job.label == "a":
+            # c must start while a runs, not behind b (hang guard: TIMEOUT_S).
+            assert c_started.wait(TIMEOUT_S), "c waited behind a job it shares nothing with"
+        return run_one(job)
+
+    matrix.schedule(jobs, 3, run)
+    shared = sorted(spans[k] for k in ("a", "b", "e"))
+    for (_, end), (start, _) in zip(shared, shared[1:], strict=False):
+        assert start >= end, spans
+
+
+def test_matrix_schedule_raises_a_jobs_error_after_the_others_end(matrix):
+    jobs = _fake_jobs(matrix, [("ok", (), 0), ("bad", (), 1)])
+
+    def run_one(job):
+        if job.label == "bad":
+            raise RuntimeError("boom")
+        return 1
+
+    with pytest.raises(RuntimeError, match="boom"):
+        matrix.schedule(jobs, 2, run_one)
+
+
+def test_matrix_run_job_logs_output_counts_its_own_cpu_and_prints_a_failure(
+    matrix, monkeypatch, tmp_path, capsys
+):
+    """run_job: the session's output goes to build/logs/test-TAG.log, its CPU
+    time is its own (os.wait4), and a failed session's FAILURES section is
+    printed so that a CI log shows it."""
+    child = (
+        "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\n"
+        "print('noise')\nprint('==== FAILURES ====')\nprint('the failing assert')\n"
+        "raise SystemExit(1)\n"
+    )
+    monkeypatch.setattr(matrix, "in_env", lambda it, argv: [sys.executable, "-c", child])
+    monkeypatch.setattr(matrix, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(matrix, "REPO", tmp_path)
+    (tmp_path / "build" / "test").mkdir(parents=True)
+    (job,) = _fake_jobs(matrix, [("mutate (cp312-pyenv)", (), 0)])
+    rc, wall, cpu, log = matrix.run_job(job, "x", tmp_path / "build" / "test", [], stream=False)
+    assert rc == 1 and log == tmp_path / "build" / "logs" / "test-mutate.log"
+    assert 0.25 <= cpu <= wall + 0.5, (cpu, wall)
+    assert "noise" in log.read_text()
+    out = capsys.readouterr().out
+    assert "==== FAILURES ====\nthe failing assert" in out and "noise" not in out, out
+
+
+def test_matrix_test_refuses_a_negative_jobs_count():
+    p = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "matrix.py"), "test", "--jobs", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+    )
+    assert p.returncode == 2 and "--jobs -1" in p.stderr and p.stderr.count("\n") == 1, p.stderr

@@ -201,7 +201,10 @@ def test_comparison_variant_window_is_measured(scenario, variant, tmp_path):
         __import__("pathlib").Path(__file__).resolve().parent.parent / "build" / "shutdown-windows"
     )
     dest.mkdir(parents=True, exist_ok=True)
-    (dest / f"{variant}.json").write_text(
+    # Every interpreter's job writes this file, and they may run at once: a
+    # whole file (a rename), never two writes interleaved.
+    tmp = dest / f".{variant}.{__import__('os').getpid()}.json"
+    tmp.write_text(
         __import__("json").dumps(
             {
                 "variant": variant,
@@ -210,3 +213,4 @@ def test_comparison_variant_window_is_measured(scenario, variant, tmp_path):
             }
         )
     )
+    tmp.replace(dest / f"{variant}.json")

@@ -40,10 +40,15 @@ docs, model and litmus, hardware) need the full matrix and are left out.
 Every job runs with DC_MATRIX=1 in its environment: tests/conftest.py runs the
 tests marked docs, tools, hardware and soak only then (plain pytest skips them).
 
-`test` ends with one table row per job (each interpreter's suite, each
-run-once check) with its wall time and its CPU time (user + system of every
-process the job started and waited for: resource.getrusage(RUSAGE_CHILDREN)
-before and after), then the totals, builds included and this command's own CPU time added; the
+`test` runs its jobs (each interpreter's suite, each run-once check: one
+pytest session each) up to --jobs at once (default one per core), the longest
+first, never two that write the same build directory (SHARED_DIRS); each
+job's output goes to build/logs/test-JOB.log (--jobs 1: to the console) and a
+failed job's pytest failures are printed.  It holds every environment's lock
+from provisioning to the last job.  It ends with one table row per job with
+its wall time and its CPU time (user + system of every process the job
+started and waited for: os.wait4's rusage of the job's pytest), then the
+totals, builds included and this command's own CPU time added; the
 same table and totals go to build/logs/test-summary.txt (and the totals, in
 seconds, to build/logs/test-summary.json).  `--load N` keeps N
 spinning processes (plain Python loops, one each) running for the whole
@@ -684,8 +689,18 @@ def run_in(it: Interp, argv: list[str], **kw) -> subprocess.CompletedProcess:
         return subprocess.run(in_env(it, argv), env=env, **kw)
 
 
-def prepare(envs: list[Interp], do_build=True) -> list[Interp]:
-    """Discover, provision and build; return the environments that are ready."""
+def prepare(
+    envs: list[Interp], do_build=True, hold: contextlib.ExitStack | None = None
+) -> list[Interp]:
+    """Discover, provision and build; return the environments that are ready.
+
+    Each environment's lock (:func:`env_lock`) is taken in the order of envs
+    (the matrix's order, in every command) and let go after its environment is
+    ready; with hold, it is entered into that stack instead and stays held
+    until the stack closes (``test``: its jobs run at once in several
+    environments).  Thread: the main thread; blocking: while another run holds
+    a lock (a line a minute says who), and while building.
+    """
     ready = []
     src = source_hash()
     for it in envs:
@@ -693,12 +708,15 @@ def prepare(envs: list[Interp], do_build=True) -> list[Interp]:
         if it.python is None:
             say(f"{it.name}: MISSING ({it.why_missing})")
             continue
-        with env_lock(
-            it,
+        doing = (
             "provisioning and building the environment"
             if do_build
-            else "provisioning the environment",
-        ):
+            else "provisioning the environment"
+        )
+        with contextlib.ExitStack() as here:
+            (hold or here).enter_context(
+                env_lock(it, doing + (", then running make test's jobs in it" if hold else ""))
+            )
             provision(it)
             if do_build:
                 build(it, src)
@@ -947,6 +965,231 @@ def fmt_min(seconds: float) -> str:
     return f"{seconds / 60:.1f}"
 
 
+# ---------------------------------------------------------------- test's jobs
+#: What two run-once checks write in the same place: jobs that share a name
+#: here never run at the same time.  The hardware check and tools/docs.sh
+#: (through tools/evidence.py) build tests/cpp's race programs in
+#: build/lost-wakeup-test.  Besides, examples-package builds the wheel in its
+#: interpreter's build/examples/NAME and build/NAME, as that interpreter's own
+#: job does: _cmd_test gives both the name build/examples/NAME.
+SHARED_DIRS: dict[str, tuple[str, ...]] = {
+    "hardware": ("build/lost-wakeup-test",),
+    "docs": ("build/lost-wakeup-test",),
+}
+#: The order jobs start in, longest first, so that a run does not end with one
+#: long job running alone: the run-once checks' CPU minutes in the load-8 run
+#: at 961da07 (mutate 7.2, tools 4.6, sanitize 1.8, docs, hardware and
+#: production 1.5 each); then the debug interpreter, then the rest in the
+#: table's order.
+LONG_FIRST = ("mutate", "tools", "sanitize", "docs", "hardware", "production")
+
+
+def start_rank(tag: str, it: Interp) -> int:
+    """A job's place in the start order (lower starts first): LONG_FIRST,
+    then a debug interpreter's job, then every other job."""
+    if tag in LONG_FIRST:
+        return LONG_FIRST.index(tag)
+    return len(LONG_FIRST) + (0 if it.debug else 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One pytest session of ``test``: an interpreter's suite or a run-once check."""
+
+    label: str  # the table's row, e.g. "mutate (cp312-pyenv)"
+    it: Interp
+    marker: str  # pytest -m expression
+    shares: frozenset[str] = frozenset()  # SHARED_DIRS: never at once with a job sharing one
+    rank: int = 0  # start_rank
+
+    @property
+    def tag(self) -> str:
+        """The label's first word: names the job's JUnit XML and log files."""
+        return self.label.split()[0]
+
+
+#: Seconds between two progress lines while jobs run.
+PROGRESS_S = 300
+
+
+def schedule(jobs: list, workers: int, run_one, progress_s: float = PROGRESS_S, abort=None) -> list:
+    """Run run_one(job) for every job on up to workers threads; return the
+    results in the order of jobs.
+
+    Jobs start in the order of their rank (ties: the order of jobs), each as
+    soon as a worker is free and no running job shares a directory with it
+    (Job.shares); a job that must wait lets a later one that may run start.
+    Every progress_s seconds a line says which jobs run and for how long.
+
+    Thread: the caller's, which only waits; run_one runs on worker threads.
+    Blocking: until every job has ended.  Errors: an exception of run_one is
+    raised here once every started job has ended (the rest never start);
+    KeyboardInterrupt and SystemExit (SIGTERM's handler) likewise, after
+    abort() (when given) has been called to end the running jobs.
+
+    :param jobs: Job objects (anything with label, shares and rank)
+    :param workers: how many at once, >= 1
+    :param run_one: callable(job) -> result, run on a worker thread
+    :param progress_s: seconds between progress lines (float)
+    :param abort: callable() that ends the running jobs, called when the
+        wait is interrupted (run_job's :func:`end_jobs`); None: wait for them
+    :returns: list of results, one per job, in the order of jobs
+    """
+    import concurrent.futures as cf  # noqa: PLC0415  (test only)
+
+    order = sorted(range(len(jobs)), key=lambda i: (jobs[i].rank, i))
+    results: list = [None] * len(jobs)
+    running: dict = {}  # future -> (index, start time)
+    t0 = time.monotonic()
+    next_line = t0 + progress_s
+    with cf.ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        try:
+            while order or running:
+                busy = set().union(*(jobs[i].shares for i, _ in running.values()))
+                for i in list(order):
+                    if len(running) >= workers:
+                        break
+                    if jobs[i].shares & busy:
+                        continue
+                    order.remove(i)
+                    busy |= jobs[i].shares
+                    running[pool.submit(run_one, jobs[i])] = (i, time.monotonic())
+                done, _ = cf.wait(
+                    running,
+                    timeout=max(0.0, next_line - time.monotonic()),
+                    return_when=cf.FIRST_COMPLETED,
+                )
+                for fut in done:
+                    i, _ = running.pop(fut)
+                    results[i] = fut.result()
+                now = time.monotonic()
+                if now >= next_line and running:
+                    names = ", ".join(
+                        f"{jobs[i].label} ({fmt_min(now - t)} min)" for i, t in running.values()
+                    )
+                    say(
+                        f"{fmt_min(now - t0)} min: running {names}; "
+                        f"{len(jobs) - len(order) - len(running)} of {len(jobs)} jobs done"
+                    )
+                if now >= next_line:
+                    next_line = now + progress_s
+        except BaseException:
+            order.clear()
+            if abort is not None:
+                abort()
+            raise
+    return results
+
+
+#: The running jobs' processes, for run_job's clean-up when the run is ended.
+_RUNNING: set = set()
+
+
+def run_job(
+    job: Job, per_interpreter: str, outdir: Path, pytest_args: list[str], stream: bool
+) -> tuple[int, float, float, Path | None]:
+    """Run one job's pytest session in its environment and wait for it.
+
+    The output goes to build/logs/test-TAG.log (TAG: the label's first word),
+    or to this process's stdout when stream is true (one job at a time).  A
+    job that fails has its log's failure section printed when it ends, so that
+    a CI log shows it.  The environment's lock is the caller's
+    (:func:`prepare` with hold).
+
+    Thread: a worker thread of :func:`schedule`.  Blocking: until the session
+    ends (pytest-timeout bounds each test; no bound here).
+
+    :returns: (exit status, wall seconds, CPU seconds of the session and every
+        process it waited for (os.wait4's rusage), the log's path or None)
+    :raises OSError: the log or the child cannot be opened or started
+    """
+    it = job.it
+    xml = outdir / f"{job.tag}.xml"
+    report = outdir / f"{job.tag}.session.json"
+    for old in (xml, report):
+        if old.exists():
+            old.unlink()
+    env = dict(
+        os.environ,
+        DC_INTERPRETER_NAME=it.name,
+        DC_INTERPRETER_SOURCE=it.source,
+        PYTHONUNBUFFERED="1",
+        PYTHONDONTWRITEBYTECODE="1",
+        DC_SESSION_REPORT=str(report),
+        DC_MATRIX="1",  # tests/conftest.py: the docs, tools, hardware and soak tests may run
+    )
+    if job.marker == per_interpreter:
+        # tests/test_examples.py builds the wheel in this job's own incremental tree.
+        env["DC_EXAMPLES_BUILD_DIR"] = str(BUILD / it.key)
+    argv = [
+        it.py,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        job.marker,
+        f"--junitxml={xml}",
+        "-o",
+        "junit_family=xunit2",
+        *pytest_args,
+    ]
+    log = None if stream else BUILD / "logs" / f"test-{job.tag}.log"
+    say(
+        f"{job.label}: pytest -m '{job.marker}' {' '.join(pytest_args)}"
+        + ("" if log is None else f" (log: {log.relative_to(REPO)})")
+    )
+    t0 = time.monotonic()
+    with contextlib.ExitStack() as stack:
+        out = None
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            out = stack.enter_context(open(log, "w"))
+        child = subprocess.Popen(
+            in_env(it, argv), env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT
+        )
+        _RUNNING.add(child)
+        try:
+            # wait4: this child's own rusage (its tree's, as far as it waited),
+            # where RUSAGE_CHILDREN would mix the jobs that run at once.
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            _RUNNING.discard(child)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    wall, cpu = time.monotonic() - t0, usage.ru_utime + usage.ru_stime
+    p, f, s = junit_counts(xml)
+    say(
+        f"{job.label}: {p} passed, {f} failed, {s} skipped, exit {child.returncode}; "
+        f"{fmt_min(wall)} min wall, {fmt_min(cpu)} min CPU"
+    )
+    if log is not None and (f or child.returncode not in (0, 5)):
+        say(f"{job.label}: the end of {log.relative_to(REPO)}:\n{failure_section(log)}")
+    return child.returncode, wall, cpu, log
+
+
+def failure_section(log: Path, limit: int = 400) -> str:
+    """What of a failed job's log to print: from pytest's FAILURES (or
+    ERRORS) heading on, else its last 100 lines; at most limit lines (the
+    last ones)."""
+    lines = log.read_text(errors="replace").splitlines()
+    start = next(
+        (
+            i
+            for i, ln in enumerate(lines)
+            if ln.startswith("=") and (" FAILURES " in ln or " ERRORS " in ln)
+        ),
+        max(0, len(lines) - 100),
+    )
+    return "\n".join(lines[start:][-limit:])
+
+
+def end_jobs() -> None:
+    """Kill every running job's process (the run is ending: SIGTERM, Ctrl-C)."""
+    for child in list(_RUNNING):
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+
+
 def cmd_test(a) -> int:
     # The busy processes' CPU time is reaped (and so counted by
     # RUSAGE_CHILDREN) only after the totals are taken.
@@ -954,13 +1197,18 @@ def cmd_test(a) -> int:
     # SIGTERM (a CI runner's cancel) ends the run through the finally below.
     old = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
-        return _cmd_test(a)
+        # The environments' locks, held from their provisioning to the last job.
+        with contextlib.ExitStack() as held:
+            return _cmd_test(a, held)
     finally:
+        end_jobs()
         stop_load(load)
         signal.signal(signal.SIGTERM, old)
 
 
-def _cmd_test(a) -> int:
+def _cmd_test(a, held: contextlib.ExitStack) -> int:
+    if a.jobs < 0:
+        raise usage_error(f"--jobs {a.jobs}: give 1 or more, or 0 for one per core")
     t_start, cpu_start = time.monotonic(), children_cpu_s()
     envs = select(a.only, include_docs=not a.no_once, python=a.python)
     if envs[0].custom and not a.no_once:
@@ -969,7 +1217,7 @@ def _cmd_test(a) -> int:
             f"({', '.join(label for label, _, _ in ONCE_CHECKS)}) "
             "are left out; they need the full matrix (make test without PYTHON=)"
         )
-    ready = prepare(envs)
+    ready = prepare(envs, hold=held)
     prep_wall, prep_cpu = time.monotonic() - t_start, children_cpu_s() - cpu_start
     missing = print_matrix(
         [e for e in envs if e is not DOCS_ENV], [r for r in ready if r is not DOCS_ENV]
@@ -998,44 +1246,39 @@ def _cmd_test(a) -> int:
                         marker,
                     )
                 )
-    rows, tp, tf, ts, aborts = [], 0, 0, 0, []
+    specs = []
     for label, it, marker in jobs:
         tag = label.split()[0]
-        xml = outdir / f"{tag}.xml"
-        if xml.exists():
-            xml.unlink()
-        say(f"{label}: pytest -m '{marker}' {' '.join(a.pytest_args)}")
-        env = dict(
-            os.environ,
-            DC_INTERPRETER_NAME=it.name,
-            DC_INTERPRETER_SOURCE=it.source,
-            PYTHONUNBUFFERED="1",
-            PYTHONDONTWRITEBYTECODE="1",
+        shares = set(SHARED_DIRS.get(tag, ()))
+        if marker == per_interpreter or tag == "examples-package":
+            shares.add(f"build/examples/{it.name}")
+        specs.append(Job(label, it, marker, frozenset(shares), start_rank(tag, it)))
+    workers = a.jobs or os.cpu_count() or 1
+    if len(specs) > 1:
+        say(
+            f"{len(specs)} jobs, {min(workers, len(specs))} at a time (--jobs; JOBS= in make), "
+            "the longest first; each job's output goes to build/logs/test-JOB.log"
+            if workers > 1
+            else f"{len(specs)} jobs, one at a time (--jobs 1)"
         )
-        if marker == per_interpreter:
-            # tests/test_examples.py builds the wheel in this job's own incremental tree.
-            env["DC_EXAMPLES_BUILD_DIR"] = str(BUILD / it.key)
-        argv = [
-            it.py,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-m",
-            marker,
-            f"--junitxml={xml}",
-            "-o",
-            "junit_family=xunit2",
-            *a.pytest_args,
-        ]
-        report = outdir / f"{tag}.session.json"
-        if report.exists():
-            report.unlink()
-        env["DC_SESSION_REPORT"] = str(report)
-        t0, c0 = time.monotonic(), children_cpu_s()
-        rc = run_in(it, argv, env=env, cwd=REPO).returncode
-        wall, cpu = time.monotonic() - t0, children_cpu_s() - c0
-        say(f"{label}: {fmt_min(wall)} min wall, {fmt_min(cpu)} min CPU")
+    os.environ["DC_MATRIX_HELD"] = ",".join(
+        filter(None, [os.environ.get("DC_MATRIX_HELD", ""), *(r.name for r in ready)])
+    )
+    src = source_hash()
+    for it in ready:
+        # Held since prepare(); a rebuild only if the sources changed meanwhile.
+        build(it, src)
+    results = schedule(
+        specs,
+        workers,
+        lambda job: run_job(job, per_interpreter, outdir, a.pytest_args, stream=workers == 1),
+        abort=end_jobs,
+    )
+    rows, tp, tf, ts, aborts = [], 0, 0, 0, []
+    for job, (rc, wall, cpu, _log) in zip(specs, results, strict=True):
+        label, it = job.label, job.it
+        xml = outdir / f"{job.tag}.xml"
+        report = outdir / f"{job.tag}.session.json"
         p, f, s = junit_counts(xml)
         aborted = session_aborted(report, rc, p + f + s)
         if aborted:
@@ -1236,6 +1479,15 @@ def main() -> int:
         default=0,
         metavar="N",
         help="keep N busy processes running meanwhile (a loaded run; default 0)",
+    )
+    s.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run up to N jobs (pytest sessions) at once; default 0: one per core "
+        "(os.cpu_count()); 1 streams each job's output instead of logging it",
     )
     s.add_argument("pytest_args", nargs=argparse.REMAINDER)
     s.set_defaults(fn=cmd_test)
