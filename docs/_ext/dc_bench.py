@@ -410,9 +410,10 @@ class BenchRepeat(_BenchDirective):
         head = [
             "measure",
             "target",
-            f"committed run ({base['machine']['commit']})",
+            # Seven hex digits, as git's short form: the table must fit the page's width.
+            f"committed run ({base['machine']['commit'][:7]})",
             "outcome",
-            f"second run ({data['machine']['commit']})",
+            f"second run ({data['machine']['commit'][:7]})",
             "outcome",
             "change",
         ]
