@@ -43,7 +43,8 @@ tests marked docs, tools, hardware and soak only then (plain pytest skips them).
 `test` runs its jobs (each interpreter's suite, each run-once check: one
 pytest session each) up to --jobs at once (default one per core), the longest
 first, never two that write the same build directory (SHARED_DIRS); each
-job's output goes to build/logs/test-JOB.log (--jobs 1: to the console) and a
+job's output goes to build/logs/test-JOB.log (one at a time, as with --jobs 1
+or a single job: to the console) and a
 failed job's pytest failures are printed.  It holds every environment's lock
 from provisioning to the last job.  It ends with one table row per job with
 its wall time and its CPU time (user + system of every process the job
@@ -1254,12 +1255,15 @@ def _cmd_test(a, held: contextlib.ExitStack) -> int:
             shares.add(f"build/examples/{it.name}")
         specs.append(Job(label, it, marker, frozenset(shares), start_rank(tag, it)))
     workers = a.jobs or os.cpu_count() or 1
+    # One job at a time (--jobs 1, or one job in all: make test PYTHON=...):
+    # its output streams to the console, as pytest's own would.
+    serial = workers == 1 or len(specs) == 1
     if len(specs) > 1:
         say(
-            f"{len(specs)} jobs, {min(workers, len(specs))} at a time (--jobs; JOBS= in make), "
-            "the longest first; each job's output goes to build/logs/test-JOB.log"
-            if workers > 1
-            else f"{len(specs)} jobs, one at a time (--jobs 1)"
+            f"{len(specs)} jobs, one at a time (--jobs 1)"
+            if serial
+            else f"{len(specs)} jobs, {min(workers, len(specs))} at a time (--jobs; JOBS= in "
+            "make), the longest first; each job's output goes to build/logs/test-JOB.log"
         )
     os.environ["DC_MATRIX_HELD"] = ",".join(
         filter(None, [os.environ.get("DC_MATRIX_HELD", ""), *(r.name for r in ready)])
@@ -1271,7 +1275,7 @@ def _cmd_test(a, held: contextlib.ExitStack) -> int:
     results = schedule(
         specs,
         workers,
-        lambda job: run_job(job, per_interpreter, outdir, a.pytest_args, stream=workers == 1),
+        lambda job: run_job(job, per_interpreter, outdir, a.pytest_args, stream=serial),
         abort=end_jobs,
     )
     rows, tp, tf, ts, aborts = [], 0, 0, 0, []
