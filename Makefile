@@ -27,7 +27,7 @@ SOAK_N ?= 200
 REPEAT_N ?= 5
 # LOAD=N: keep N busy processes running during `make test` (a loaded run; tools/matrix.py --load)
 LOAD ?= 0
-# JOBS=N: run up to N of `make test`'s jobs (pytest sessions) at once; empty: one per core
+# JOBS=N: run up to N of `make test`'s jobs (pytest sessions) at once; empty: one per core plus one
 JOBS ?=
 LOST_WAKEUP_N ?= 2000000
 
@@ -55,7 +55,7 @@ help:
 	@echo "make probe     measure CPython's pending-call machinery on every interpreter (build/probe/)"
 	@echo "make test      build and run the whole suite on every interpreter, plus the run-once checks"
 	@echo "make test LOAD=8  the same with 8 busy processes running (a loaded run; the summary gives each job's wall and CPU minutes)"
-	@echo "make test JOBS=N  at most N jobs at once (default: one per core; JOBS=1 prints each job's output as it runs)"
+	@echo "make test JOBS=N  at most N jobs at once (default: one per core plus one; JOBS=1 prints each job's output as it runs)"
 	@echo "make probe PYTHON=/path/to/python, make test PYTHON=/path/to/python"
 	@echo "               the same on exactly that interpreter (e.g. a CPython build tree's ./python)"
 	@echo "make docs      build the documentation site into build/docs/html"

@@ -41,8 +41,9 @@ Every job runs with DC_MATRIX=1 in its environment: tests/conftest.py runs the
 tests marked docs, tools, hardware and soak only then (plain pytest skips them).
 
 `test` runs its jobs (each interpreter's suite, each run-once check: one
-pytest session each) up to --jobs at once (default one per core), the longest
-first, never two that write the same build directory (SHARED_DIRS); each
+pytest session each) up to --jobs at once (default: one per core plus one),
+the longest first, never two that write the same build directory
+(SHARED_DIRS); each
 job's output goes to build/logs/test-JOB.log (one at a time, as with --jobs 1
 or a single job: to the console) and a
 failed job's pytest failures are printed.  It holds every environment's lock
@@ -1013,6 +1014,21 @@ class Job:
 PROGRESS_S = 300
 
 
+def default_jobs() -> int:
+    """How many jobs ``test`` runs at once without --jobs: one per core plus one.
+
+    The jobs are not CPU-bound throughout: they wait on child processes,
+    builds' linkers and the timers of scenario tests (the mutation job used a
+    twelfth of a core for minutes of the load-8 run at 1fb3072), so one more
+    than the cores keeps them busy, as ``make -j`` users do.  On a busy
+    machine each runnable process gets its share of the cores, so the suite's
+    share grows with its jobs too.
+
+    :returns: os.cpu_count() + 1 (int; 2 when the count is unknown)
+    """
+    return (os.cpu_count() or 1) + 1
+
+
 def schedule(jobs: list, workers: int, run_one, progress_s: float = PROGRESS_S, abort=None) -> list:
     """Run run_one(job) for every job on up to workers threads; return the
     results in the order of jobs.
@@ -1209,7 +1225,7 @@ def cmd_test(a) -> int:
 
 def _cmd_test(a, held: contextlib.ExitStack) -> int:
     if a.jobs < 0:
-        raise usage_error(f"--jobs {a.jobs}: give 1 or more, or 0 for one per core")
+        raise usage_error(f"--jobs {a.jobs}: give 1 or more, or 0 for one per core plus one")
     t_start, cpu_start = time.monotonic(), children_cpu_s()
     envs = select(a.only, include_docs=not a.no_once, python=a.python)
     if envs[0].custom and not a.no_once:
@@ -1254,7 +1270,7 @@ def _cmd_test(a, held: contextlib.ExitStack) -> int:
         if marker == per_interpreter or tag == "examples-package":
             shares.add(f"build/examples/{it.name}")
         specs.append(Job(label, it, marker, frozenset(shares), start_rank(tag, it)))
-    workers = a.jobs or os.cpu_count() or 1
+    workers = a.jobs or default_jobs()
     # One job at a time (--jobs 1, or one job in all: make test PYTHON=...):
     # its output streams to the console, as pytest's own would.
     serial = workers == 1 or len(specs) == 1
@@ -1490,8 +1506,8 @@ def main() -> int:
         type=int,
         default=0,
         metavar="N",
-        help="run up to N jobs (pytest sessions) at once; default 0: one per core "
-        "(os.cpu_count()); 1 streams each job's output instead of logging it",
+        help="run up to N jobs (pytest sessions) at once; default 0: one per core plus one "
+        "(default_jobs()); 1 streams each job's output instead of logging it",
     )
     s.add_argument("pytest_args", nargs=argparse.REMAINDER)
     s.set_defaults(fn=cmd_test)
