@@ -1211,14 +1211,14 @@ def cmd_test(a) -> int:
     # The busy processes' CPU time is reaped (and so counted by
     # RUSAGE_CHILDREN) only after the totals are taken.
     load = start_load(a.load)
-    # SIGTERM (a CI runner's cancel) ends the run through the finally below.
+    # SIGTERM (a CI runner's cancel) ends the run through the finally below;
+    # schedule(abort=end_jobs) ends the running jobs first.
     old = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         # The environments' locks, held from their provisioning to the last job.
         with contextlib.ExitStack() as held:
             return _cmd_test(a, held)
     finally:
-        end_jobs()
         stop_load(load)
         signal.signal(signal.SIGTERM, old)
 
@@ -1284,10 +1284,7 @@ def _cmd_test(a, held: contextlib.ExitStack) -> int:
     os.environ["DC_MATRIX_HELD"] = ",".join(
         filter(None, [os.environ.get("DC_MATRIX_HELD", ""), *(r.name for r in ready)])
     )
-    src = source_hash()
-    for it in ready:
-        # Held since prepare(); a rebuild only if the sources changed meanwhile.
-        build(it, src)
+    # Built by prepare(), under the locks held since: no second build here.
     results = schedule(
         specs,
         workers,

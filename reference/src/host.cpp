@@ -309,7 +309,8 @@ std::chrono::nanoseconds checked_timeout(double seconds, const char* what) {
                           ": timeout must be a finite number of seconds from 0 to " +
                           std::to_string(static_cast<long long>(kMax)) + " (one year)");
   }
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(seconds * 1e9));
+  // The nearest whole nanosecond, never the truncation (host.hpp says why).
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
 }
 
 PyPayload* new_payload(py::handle obj, py::handle finalizer) {
@@ -498,9 +499,11 @@ void configure(py::object exit_wait_s, py::object stale_claim_s, py::object back
   }
   if (!stale_claim_s.is_none()) {
     const char* what = "configure(stale_claim_s)";
-    const auto ns = checked_timeout(seconds_arg(stale_claim_s, what), what);
-    // Kept in whole nanoseconds: a value below one (1e-300 included) is zero.
-    if (ns.count() <= 0)
+    const double seconds = seconds_arg(stale_claim_s, what);
+    const auto ns = checked_timeout(seconds, what);
+    // Kept in whole nanoseconds: a value below one (9e-10 and 1e-300 included)
+    // is refused, though the nearest whole nanosecond of 9e-10 is one.
+    if (seconds < 1e-9 || ns.count() <= 0)
       throw py::value_error(
           "configure(stale_claim_s): must be at least 1e-09 seconds (one nanosecond, the unit it "
           "is kept in)");
