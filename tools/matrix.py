@@ -1009,6 +1009,11 @@ class Job:
         """The label's first word: names the job's JUnit XML and log files."""
         return self.label.split()[0]
 
+    def outputs(self, outdir: Path) -> tuple[Path, Path]:
+        """The JUnit XML and the session report (tests/conftest.py's
+        DC_SESSION_REPORT) of this job under outdir: (xml, report)."""
+        return outdir / f"{self.tag}.xml", outdir / f"{self.tag}.session.json"
+
 
 #: Seconds between two progress lines while jobs run.
 PROGRESS_S = 300
@@ -1121,8 +1126,7 @@ def run_job(
     :raises OSError: the log or the child cannot be opened or started
     """
     it = job.it
-    xml = outdir / f"{job.tag}.xml"
-    report = outdir / f"{job.tag}.session.json"
+    xml, report = job.outputs(outdir)
     for old in (xml, report):
         if old.exists():
             old.unlink()
@@ -1294,8 +1298,7 @@ def _cmd_test(a, held: contextlib.ExitStack) -> int:
     rows, tp, tf, ts, aborts = [], 0, 0, 0, []
     for job, (rc, wall, cpu, _log) in zip(specs, results, strict=True):
         label, it = job.label, job.it
-        xml = outdir / f"{job.tag}.xml"
-        report = outdir / f"{job.tag}.session.json"
+        xml, report = job.outputs(outdir)
         p, f, s = junit_counts(xml)
         aborted = session_aborted(report, rc, p + f + s)
         if aborted:
