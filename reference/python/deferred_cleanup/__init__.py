@@ -349,6 +349,10 @@ def configure(
 ) -> None:
     """Change the module's three time bounds (process-wide; any thread).
 
+    Each bound is kept as the nearest whole nanosecond, so a value given in
+    whole nanoseconds (milliseconds, say) is the one :func:`settings` gives
+    back.
+
     Args:
         exit_wait_s (float | None): seconds the exit sequence keeps draining
             while destructors of graphs destroyed before exit are still due
