@@ -13,6 +13,7 @@ variable gives them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -328,6 +329,74 @@ def test_matrix_schedule_raises_a_jobs_error_after_the_others_end(matrix):
 
     with pytest.raises(RuntimeError, match="boom"):
         matrix.schedule(jobs, 2, run_one)
+
+
+def _fake_prepare(matrix, monkeypatch, fail: str | None = None):
+    """Three placeholder environments for matrix.prepare, with discovery,
+    provisioning and the lock replaced by recorders and build() by a
+    recorder that holds each build at a barrier of two (hang guard:
+    TIMEOUT_S), so that builds run one at a time fail it.  Returns (envs,
+    events, live): events lists ("lock"/"build", name) in order; live[1] is
+    the most builds at once."""
+    import contextlib
+    import threading
+
+    base = next(i for i in matrix.MATRIX if i.name == "cp312-pyenv")
+    envs = [dataclasses.replace(base, name=f"e{i}") for i in range(3)]
+    lock, events, live = threading.Lock(), [], [0, 0]
+    barrier = threading.Barrier(2, timeout=TIMEOUT_S)
+
+    @contextlib.contextmanager
+    def env_lock(it, doing):
+        with lock:
+            events.append(("lock", it.name))
+        yield
+
+    def build(it, src):
+        with lock:
+            live[0] += 1
+            live[1] = max(live[1], live[0])
+        try:
+            if it.name != "e2":  # e2 builds alone, after e0 and e1 met at the barrier
+                barrier.wait()
+            if it.name == fail:
+                raise SystemExit(f"[matrix] failed: {it.name}")
+        finally:
+            with lock:
+                live[0] -= 1
+                events.append(("build", it.name))
+
+    monkeypatch.setattr(matrix, "discover", lambda it: setattr(it, "python", "/bin/true"))
+    monkeypatch.setattr(matrix, "provision", lambda it: None)
+    monkeypatch.setattr(matrix, "env_lock", env_lock)
+    monkeypatch.setattr(matrix, "build", build)
+    monkeypatch.setattr(matrix, "source_hash", lambda: "h")
+    return envs, events, live
+
+
+def test_matrix_prepare_builds_at_once_after_taking_every_lock(matrix, monkeypatch):
+    """make test (prepare with hold and build_jobs 2): every environment's
+    lock is taken first, in the matrix's order, then the builds run two at a
+    time, each environment built once, and every environment is ready."""
+    import contextlib
+
+    envs, events, live = _fake_prepare(matrix, monkeypatch)
+    with contextlib.ExitStack() as held:
+        ready = matrix.prepare(envs, hold=held, build_jobs=2)
+    assert [it.name for it in ready] == ["e0", "e1", "e2"]
+    assert events[:3] == [("lock", "e0"), ("lock", "e1"), ("lock", "e2")], events
+    assert sorted(events[3:]) == [("build", "e0"), ("build", "e1"), ("build", "e2")], events
+    assert live[1] == 2, f"at most {live[1]} builds at once, where 2 were allowed"
+
+
+def test_matrix_prepare_stops_on_a_failed_build_after_the_others_end(matrix, monkeypatch):
+    import contextlib
+
+    envs, events, live = _fake_prepare(matrix, monkeypatch, fail="e0")
+    with contextlib.ExitStack() as held, pytest.raises(SystemExit, match="failed: e0"):
+        matrix.prepare(envs, hold=held, build_jobs=2)
+    assert live[0] == 0, "a build still ran when prepare() raised"
+    assert ("build", "e1") in events, events
 
 
 def test_matrix_run_job_logs_output_counts_its_own_cpu_and_prints_a_failure(
