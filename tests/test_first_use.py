@@ -389,14 +389,41 @@ def test_matrix_prepare_builds_at_once_after_taking_every_lock(matrix, monkeypat
     assert live[1] == 2, f"at most {live[1]} builds at once, where 2 were allowed"
 
 
-def test_matrix_prepare_stops_on_a_failed_build_after_the_others_end(matrix, monkeypatch):
+def test_matrix_build_at_once_stops_on_a_failed_build_after_the_others_end(matrix, monkeypatch):
+    """A failed build raises its SystemExit once the build running beside it
+    has ended; a build not started when the failure was recorded (the stop
+    event set) never starts.  e1 ends only after the stop event is set (a
+    hang guard of TIMEOUT_S), so its worker then takes e2: which
+    interleaving it is does not depend on the scheduler."""
+    import threading
+
+    envs, events, live = _fake_prepare(matrix, monkeypatch, fail="e0")
+    stop = threading.Event()
+    fake_build = matrix.build
+
+    def build(it, src):
+        try:
+            fake_build(it, src)
+        finally:
+            if it.name == "e1":
+                assert stop.wait(TIMEOUT_S), "e0's failure never set the stop event"
+
+    monkeypatch.setattr(matrix, "build", build)
+    with pytest.raises(SystemExit, match="failed: e0"):
+        matrix.build_at_once(envs, "h", 2, stop=stop)
+    assert live[0] == 0, "a build still ran when build_at_once() raised"
+    assert ("build", "e1") in events and ("build", "e2") not in events, events
+
+
+def test_matrix_prepare_raises_a_failed_build(matrix, monkeypatch):
+    """prepare() (make test's way, hold and build_jobs 2) raises a failed
+    build's SystemExit, after the build beside it has ended."""
     import contextlib
 
     envs, events, live = _fake_prepare(matrix, monkeypatch, fail="e0")
     with contextlib.ExitStack() as held, pytest.raises(SystemExit, match="failed: e0"):
         matrix.prepare(envs, hold=held, build_jobs=2)
-    assert live[0] == 0, "a build still ran when prepare() raised"
-    assert ("build", "e1") in events, events
+    assert live[0] == 0 and ("build", "e1") in events, events
 
 
 def test_matrix_run_job_logs_output_counts_its_own_cpu_and_prints_a_failure(

@@ -81,6 +81,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -208,24 +209,50 @@ PROBE_SOURCES = [
 REQUIRED_MINORS = ["3.10", "3.11", "3.12", "3.13", "3.14", "3.15"]
 
 
+#: One line at a time on the console: prepare()'s builds and schedule()'s jobs
+#: report from worker threads.
+_SAY_LOCK = threading.Lock()
+
+#: The child processes that run() and run_job() wait for, so that end_jobs()
+#: ends them when the run is ended (a build runs on a worker thread of
+#: prepare(), where no exception of the main thread reaches it).
+_RUNNING: set = set()
+
+
 def say(msg: str) -> None:
-    print(f"[matrix] {msg}", flush=True)
+    with _SAY_LOCK:
+        print(f"[matrix] {msg}", flush=True)
 
 
 def run(cmd, log: Path | None = None, check=True, **kw) -> subprocess.CompletedProcess:
-    """Run cmd; with log, send its output there and show the tail on failure."""
+    """Run cmd; with log, send its output there and show the tail on failure.
+
+    Thread: any (prepare()'s builds run it on worker threads); the child is in
+    _RUNNING while it runs, so end_jobs() ends it.  Blocking: until it exits.
+    Errors: SystemExit with the log's path when it fails and check is true.
+    """
     if log is None:
         return subprocess.run(cmd, check=check, **kw)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
-        p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, **kw)
-    if check and p.returncode != 0:
+        child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, **kw)
+        _RUNNING.add(child)
+        try:
+            rc = child.wait()
+        except BaseException:  # KeyboardInterrupt, SIGTERM's SystemExit: end it too
+            child.kill()
+            child.wait()
+            raise
+        finally:
+            _RUNNING.discard(child)
+    if check and rc != 0:
         tail = log.read_text(errors="replace").splitlines()[-40:]
-        print("\n".join(tail), file=sys.stderr)
+        with _SAY_LOCK:
+            print("\n".join(tail), file=sys.stderr, flush=True)
         raise SystemExit(
-            f"[matrix] failed ({p.returncode}): {' '.join(map(str, cmd))}\n[matrix] full log: {log}"
+            f"[matrix] failed ({rc}): {' '.join(map(str, cmd))}\n[matrix] full log: {log}"
         )
-    return p
+    return subprocess.CompletedProcess(cmd, rc)
 
 
 def in_env(it: Interp, argv: list[str]) -> list[str]:
@@ -744,15 +771,56 @@ def prepare(
                 build(it, src)
         ready.append(it)
     if later:
-        import concurrent.futures as cf  # noqa: PLC0415  (test only)
-
-        say(f"building {len(later)} environments, up to {build_jobs} at once")
-        with cf.ThreadPoolExecutor(max_workers=build_jobs) as pool:
-            futures = [pool.submit(build, it, src) for it in later]
-            cf.wait(futures)
-        for fut in futures:
-            fut.result()  # the first failed build's SystemExit, in the matrix's order
+        build_at_once(later, src, build_jobs)
     return ready
+
+
+def build_at_once(
+    envs: list[Interp], src: str, jobs: int, stop: threading.Event | None = None
+) -> None:
+    """Build envs (their locks held by the caller), up to jobs at once.
+
+    Thread: the main thread waits; each build runs on a worker thread.
+    Blocking: until every started build has ended.  Errors: the first failed
+    build (in envs' order) raises its SystemExit once the builds running with
+    it have ended; the builds not started by then never start.  An exception
+    of the wait itself (KeyboardInterrupt, SIGTERM's SystemExit) ends the
+    running builds' processes (end_jobs) and is raised.
+
+    :param envs: the environments to build, in the matrix's order
+    :param src: the sources' hash (source_hash())
+    :param jobs: how many builds at once (int >= 1)
+    :param stop: the event set when a build fails or the wait ends, after
+        which no build starts (a new one when None; a test passes its own)
+    """
+    import concurrent.futures as cf  # noqa: PLC0415  (test only)
+
+    say(f"building {len(envs)} environments, up to {jobs} at once")
+    if stop is None:
+        stop = threading.Event()  # set by a failed build (before its future ends) or the wait
+
+    def one(it: Interp) -> bool:
+        if stop.is_set():
+            return False  # not started: a build failed, or the run is ending
+        try:
+            build(it, src)
+        except BaseException:
+            stop.set()
+            raise
+        return True
+
+    pool = cf.ThreadPoolExecutor(max_workers=jobs)
+    futures = [pool.submit(one, it) for it in envs]
+    try:
+        cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
+    except BaseException:
+        stop.set()
+        end_jobs()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+    for fut in futures:
+        fut.result()  # the first failed build's SystemExit, in envs' order
 
 
 def print_matrix(envs: list[Interp], ready: list[Interp]) -> list[str]:
@@ -1130,10 +1198,6 @@ def schedule(jobs: list, workers: int, run_one, progress_s: float = PROGRESS_S, 
                 abort()
             raise
     return results
-
-
-#: The running jobs' processes, for run_job's clean-up when the run is ended.
-_RUNNING: set = set()
 
 
 def run_job(

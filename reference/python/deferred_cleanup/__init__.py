@@ -350,8 +350,9 @@ def configure(
     """Change the module's three time bounds (process-wide; any thread).
 
     Each bound is kept as the nearest whole nanosecond, so a value given in
-    whole nanoseconds (milliseconds, say) is the one :func:`settings` gives
-    back.
+    whole milliseconds is the one :func:`settings` gives back (a value in
+    whole nanoseconds too, below about 48 days: past 2**22 s a double's
+    step exceeds a nanosecond).
 
     Args:
         exit_wait_s (float | None): seconds the exit sequence keeps draining
