@@ -1331,7 +1331,8 @@ def _cmd_test(a, held: contextlib.ExitStack) -> int:
             f"({', '.join(label for label, _, _ in ONCE_CHECKS)}) "
             "are left out; they need the full matrix (make test without PYTHON=)"
         )
-    ready = prepare(envs, hold=held, build_jobs=a.jobs or default_jobs())
+    workers = a.jobs or default_jobs()  # the jobs at once, and the builds before them
+    ready = prepare(envs, hold=held, build_jobs=workers)
     prep_wall, prep_cpu = time.monotonic() - t_start, children_cpu_s() - cpu_start
     missing = print_matrix(
         [e for e in envs if e is not DOCS_ENV], [r for r in ready if r is not DOCS_ENV]
@@ -1367,7 +1368,6 @@ def _cmd_test(a, held: contextlib.ExitStack) -> int:
         if marker == per_interpreter or tag == "examples-package":
             shares.add(f"build/examples/{it.name}")
         specs.append(Job(label, it, marker, frozenset(shares), start_rank(tag, it)))
-    workers = a.jobs or default_jobs()
     # One job at a time (--jobs 1, or one job in all: make test PYTHON=...):
     # its output streams to the console, as pytest's own would.
     serial = workers == 1 or len(specs) == 1
