@@ -254,10 +254,10 @@ std::uint64_t graphs_alive();
 // ---------------------------------------------------------------- blocking
 /// Validate a timeout in seconds: finite, >= 0, at most one year.
 /// Raises ValueError naming `what` otherwise.  The result is the nearest
-/// whole nanosecond (std::llround), so a value given in whole nanoseconds,
-/// milliseconds say, is kept exactly and settings() gives it back equal:
-/// truncation would keep 2.026 s as 2025999999 ns (2.026 * 1e9 is
-/// 2025999999.9999998 in a double).
+/// whole nanosecond (std::llround), so a value given in whole milliseconds
+/// is the one settings() gives back (configure()'s docstring states the
+/// rule and its limit for whole nanoseconds); truncation would keep 2.026 s
+/// as 2025999999 ns (2.026 * 1e9 is 2025999999.9999998 in a double).
 /// Argument checks of the Python API (main or any thread, GIL held; no
 /// blocking).  seconds_arg: an int or float (not bool), else TypeError; an
 /// int too large for a double comes back as +inf, which checked_timeout
