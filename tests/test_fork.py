@@ -15,6 +15,8 @@ duplicated); CPython Doc/library/os.rst (register_at_fork).
 """
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -23,6 +25,12 @@ import textwrap
 import pytest
 
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+# A debug build of CPython (--with-pydebug) keeps its C asserts.
+DEBUG_BUILD = hasattr(sys, "gettotalrefcount")
+# CPython's own asserts on the pending-call ring's count and indices
+# (_push_pending_call, _next_pending_call, _pop_pending_call in
+# Python/ceval_gil.c, v3.13.0 to v3.15.0rc1), as glibc's assert() prints them.
+RING_ASSERT = re.compile(r"ceval_gil\.c:\d+: _(push|next|pop)_pending_call: Assertion")
 
 MODES = [
     "main",
@@ -65,13 +73,51 @@ def _cpython_lost_the_childs_call(child):
     )
 
 
+def _cpython_debug_build_aborted_on_the_cut_ring(out):
+    """Whether a child was ended by CPython's own assert on the pending-call
+    ring: the debug-build form of the cut that ``_cpython_lost_the_childs_call``
+    admits.  A debug build of 3.13 or later checks the ring's count against
+    its indices whenever it adds or takes a call; after a fork that cut
+    another thread's Py_AddPendingCall they disagree, so the child aborts
+    (SIGABRT) in its first pending-call pass instead of losing its calls
+    (notes/cpython/fork-during-add-pending-call.md: the step mode found 15
+    instructions of one add where the debug child is killed, and the
+    emulated half-added ring killed 50 of 50 debug children; docs Caveats,
+    fork()).  The child dies before it can write its record, so the witness
+    is the assert itself: CPython's message naming the ring function, on
+    stderr, and nothing else aborting.
+
+    Args:
+        out (dict): the scenario fixture's result for tests/scenarios/fork_child.py.
+
+    Returns:
+        bool: True only on a debug build of 3.13 or later, for a child killed
+        by SIGABRT whose stderr holds CPython's assert in
+        ``_push_pending_call``, ``_next_pending_call`` or ``_pop_pending_call``;
+        False otherwise (the caller then requires a child that exited 0)."""
+    return (
+        sys.version_info >= (3, 13)
+        and DEBUG_BUILD
+        and out["result"]["child_rc"] == -signal.SIGABRT
+        and RING_ASSERT.search(out["stderr"]) is not None
+    )
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_child_cleans_new_payloads(scenario, tmp_path, mode):
     path = tmp_path / "child.json"
-    out = scenario("fork_child", mode, str(path), timeout_s=60)
-    assert out["rc"] == 0, out["stderr"]
+    # A child that CPython's own ring assert ended (a debug build only;
+    # _cpython_debug_build_aborted_on_the_cut_ring) has nothing of ours to
+    # check: fork again, at most 3 times in all.  Said, so that a run that
+    # meets it shows it.
+    for attempt in range(3):
+        out = scenario("fork_child", mode, str(path), timeout_s=60)
+        assert out["rc"] == 0, out["stderr"]
+        if not _cpython_debug_build_aborted_on_the_cut_ring(out):
+            break
+        print(f"fork {attempt + 1}: CPython's pending-call ring assert ended the child")
     parent = out["result"]
-    assert parent["child_rc"] == 0, parent
+    assert parent["child_rc"] == 0, (parent, out["stderr"])
     child = __import__("json").loads(path.read_text())
     # The driver's calls that ran on threads the child does not have are
     # lost there, not due: nothing in the child waits for them.
@@ -129,13 +175,19 @@ def test_child_with_driver_threads_never_hangs(scenario, tmp_path):
     releases its 20 payloads on its main thread, by a pending call, except
     when CPython lost the child's call (``_cpython_lost_the_childs_call``,
     3.13+, rare: docs Caveats, fork()), where its first entry point releases
-    them; the count of such children is reported."""
+    them, or, on a debug build, CPython's ring assert ended the child
+    (``_cpython_debug_build_aborted_on_the_cut_ring``); the count of such
+    children is reported."""
     import json
 
     cut = []
+    aborted = []
     for run in range(10):
         path = tmp_path / f"c{run}.json"
         out = scenario("fork_child", "main", str(path), timeout_s=60)
+        if out["rc"] == 0 and _cpython_debug_build_aborted_on_the_cut_ring(out):
+            aborted.append(run)
+            continue
         assert out["rc"] == 0 and out["result"]["child_rc"] == 0, (
             run,
             out["result"],
@@ -155,6 +207,10 @@ def test_child_with_driver_threads_never_hangs(scenario, tmp_path):
         else:
             assert child["released_by_pending_call"] == 20, (run, child)
     print(f"children whose pending call CPython lost (fork cut an add): {len(cut)} of 10 {cut}")
+    print(f"children CPython's ring assert ended (debug build): {len(aborted)} of 10 {aborted}")
+    # Every child but those CPython itself ended was checked above; a run in
+    # which CPython's assert ended every child checked nothing of ours.
+    assert len(aborted) < 10, "CPython's ring assert ended all 10 children"
 
 
 def _fork_with_items_queued(dc, n, fin):
