@@ -80,10 +80,9 @@ def _cpython_debug_build_aborted_on_the_cut_ring(out):
     its indices whenever it adds or takes a call; after a fork that cut
     another thread's Py_AddPendingCall they disagree, so the child aborts
     (SIGABRT) in its first pending-call pass instead of losing its calls
-    (notes/cpython/fork-during-add-pending-call.md: the step mode found 15
-    instructions of one add where the debug child is killed, and the
-    emulated half-added ring killed 50 of 50 debug children; docs Caveats,
-    fork()).  The child dies before it can write its record, so the witness
+    (notes/cpython/fork-during-add-pending-call.md: the step and emulation
+    modes kill the debug child, notes/cpython/fork-cut/cp314d-sid.json;
+    docs Caveats, fork()).  The child dies before it can write its record, so the witness
     is the assert itself: CPython's message naming the ring function, on
     stderr, and nothing else aborting.
 
